@@ -1,0 +1,1 @@
+"""attnviz: make attention in transformers visible. Core package (never imports streamlit)."""

@@ -1,0 +1,164 @@
+"""Model + text -> AttentionResult, for encoders, causal decoders and encoder-decoders."""
+from __future__ import annotations
+
+import unicodedata
+
+import numpy as np
+
+from attnviz.errors import AttentionUnavailable, BadInput
+from attnviz.types import AttentionResult, Truncation
+
+# Longest input extracted by default: the attention of a 30-layer model at 512 tokens is
+# already ~280 MB of float32; longer inputs are truncated and the result says so.
+DEFAULT_MAX_TOKENS = 512
+# Spaces and control characters are shown with visible stand-ins in token labels.
+_VISIBLE = {" ": "␣", "\n": "⏎", "\t": "⇥"}
+_WORD_MARKERS = ("##", "Ġ", "▁", "Ċ")
+
+
+def clean_text(text: str | None) -> str:
+    """Text with control characters (other than newline and tab) replaced by spaces."""
+    if text is None:
+        return ""
+    return "".join(
+        " " if unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Co") and ch not in "\n\t" else ch
+        for ch in str(text)
+    )
+
+
+def token_limit(loaded, max_tokens: int | None) -> int:
+    limits = [max_tokens or DEFAULT_MAX_TOKENS]
+    if loaded.facts.max_positions:
+        limits.append(loaded.facts.max_positions)
+    tok_max = getattr(loaded.tokenizer, "model_max_length", None)
+    if tok_max and tok_max < 1_000_000:
+        limits.append(int(tok_max))
+    return min(limits)
+
+
+def display_tokens(tokenizer, ids: list[int], word_ids: list, special: np.ndarray):
+    """(labels, continuation flags): readable labels, continuation pieces prefixed "##"."""
+    raw = tokenizer.convert_ids_to_tokens(ids)
+    labels, cont = [], np.zeros(len(ids), dtype=bool)
+    for i, piece in enumerate(raw):
+        if special[i]:
+            labels.append(piece)
+            continue
+        cont[i] = i > 0 and word_ids[i] is not None and word_ids[i] == word_ids[i - 1]
+        try:
+            text = tokenizer.convert_tokens_to_string([piece])
+        except Exception:  # tokenizers without a detokenizer for single pieces
+            text = piece
+        for marker in _WORD_MARKERS:
+            if text.startswith(marker) and len(text) > len(marker):
+                text = text[len(marker):]
+        text = text.strip(" ") or "".join(_VISIBLE.get(c, c) for c in text) or "␣"
+        text = "".join(_VISIBLE.get(c, c) for c in text)
+        labels.append(("##" + text) if cont[i] else text)
+    return tuple(labels), cont
+
+
+def _encode(tokenizer, text, text_pair, limit):
+    kwargs = dict(return_special_tokens_mask=True, return_attention_mask=True)
+    enc = tokenizer(text, text_pair, truncation=False, **kwargs)
+    n_requested = len(enc["input_ids"])
+    if n_requested > limit:
+        enc = tokenizer(text, text_pair, truncation="longest_first" if text_pair else True,
+                        max_length=limit, **kwargs)
+    return enc, n_requested
+
+
+def _segments(enc, n: int) -> np.ndarray:
+    if "token_type_ids" in enc and len(enc["token_type_ids"]) == n:
+        return np.asarray(enc["token_type_ids"], dtype=np.int64)
+    seg = np.zeros(n, dtype=np.int64)
+    try:
+        seq_ids = enc.sequence_ids()
+    except Exception:  # slow tokenizers: one segment
+        return seg
+    current = 0
+    for i, s in enumerate(seq_ids):
+        current = s if s is not None else current
+        seg[i] = current
+    return seg
+
+
+def _stack(attentions, what: str) -> np.ndarray:
+    if not attentions or any(a is None for a in attentions):
+        raise AttentionUnavailable(
+            f"The model returned no {what} attention weights. It must run with eager attention "
+            "(attn_implementation='eager'); this model or its configuration does not provide them."
+        )
+    # per-layer (1, head, q, k) tensors -> numpy first, then stack: faster than torch.stack
+    return np.stack([a[0].detach().float().numpy() for a in attentions])
+
+
+def extract(loaded, text: str, text_pair: str | None = None, *, max_tokens: int | None = None,
+            decoder_text: str | None = None) -> AttentionResult:
+    """Run `loaded` (a LoadedModel) on text (and an optional second sentence) and return
+    every layer's and head's attention as an AttentionResult.
+
+    Encoder-decoders get `decoder_text` (default: the text itself) as the decoder input,
+    shifted right as in teacher forcing. Raises BadInput / AttentionUnavailable.
+    """
+    import torch
+
+    text = clean_text(text)
+    text_pair = clean_text(text_pair) if text_pair is not None else None
+    if not text.strip():
+        raise BadInput("The text is empty. Type a sentence (or pick an example) to see its attention.")
+    if text_pair is not None and not text_pair.strip():
+        text_pair = None
+    tok, facts = loaded.tokenizer, loaded.facts
+    limit = token_limit(loaded, max_tokens)
+    enc, n_requested = _encode(tok, text, text_pair, limit)
+    ids = list(enc["input_ids"])
+    if not ids:
+        raise BadInput("The text produced no tokens for this model. Try some words.")
+    special = np.asarray(enc["special_tokens_mask"], dtype=bool)
+    try:
+        word_ids = enc.word_ids()
+    except Exception:
+        word_ids = [None] * len(ids)
+    tokens, cont = display_tokens(tok, ids, word_ids, special)
+    segments = _segments(enc, len(ids))
+
+    inputs = {"input_ids": torch.tensor([ids]), "attention_mask": torch.ones(1, len(ids), dtype=torch.long)}
+    if "token_type_ids" in enc and facts.kind == "encoder":
+        inputs["token_type_ids"] = torch.tensor([enc["token_type_ids"]])
+    dec_tokens = None
+    if facts.kind == "encoder-decoder":
+        target = clean_text(decoder_text) if decoder_text and decoder_text.strip() else text
+        dec_ids = tok(target, truncation=True, max_length=limit)["input_ids"]
+        start = loaded.model.config.decoder_start_token_id
+        if start is None:
+            start = tok.pad_token_id or 0
+        dec_in = [start] + dec_ids[:-1]
+        inputs["decoder_input_ids"] = torch.tensor([dec_in])
+        dec_special = np.isin(dec_in, tok.all_special_ids)
+        dec_tokens, _ = display_tokens(tok, dec_in, [None] * len(dec_in), dec_special)
+
+    with loaded.lock, torch.inference_mode():
+        out = loaded.model(**inputs, output_attentions=True, return_dict=True)
+
+    extra = {}
+    if facts.kind == "encoder-decoder":
+        attention = _stack(out.encoder_attentions, "encoder")
+        extra = dict(decoder_attention=_stack(out.decoder_attentions, "decoder"),
+                     cross_attention=_stack(out.cross_attentions, "cross"),
+                     decoder_tokens=dec_tokens)
+    else:
+        attention = _stack(out.attentions, "")
+    return AttentionResult(
+        attention=attention,
+        tokens=tokens,
+        token_ids=tuple(int(i) for i in ids),
+        special_mask=special,
+        continuation=cont,
+        segment_ids=segments,
+        facts=facts,
+        text=text,
+        text_pair=text_pair,
+        truncation=Truncation(n_requested, len(ids), limit),
+        **extra,
+    )

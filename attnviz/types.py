@@ -1,0 +1,119 @@
+"""The records that flow through attnviz: model facts and one AttentionResult per input."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+# Which attention maps an AttentionResult can hold; encoder-decoders have all three.
+STACKS = ("self", "decoder", "cross")
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    name: str  # what the user chose: registry key, hub id or folder
+    kind: str  # "encoder", "decoder" (causal) or "encoder-decoder"
+    architecture: str  # class name, e.g. "BertModel"
+    n_layers: int  # attention layers (of the encoder for encoder-decoders)
+    n_heads: int  # query heads per layer
+    n_kv_heads: int  # key/value heads per layer (< n_heads for grouped-query attention)
+    d_model: int  # hidden size
+    max_positions: int | None  # longest input the model accepts; None if unbounded
+    position_scheme: str = "unknown"  # "learned", "rope", "relative", "sinusoidal", ...
+    source: str = ""  # where the weights came from (package, folder, hub cache)
+
+    @property
+    def d_head(self) -> int:
+        return self.d_model // self.n_heads
+
+    @property
+    def causal(self) -> bool:
+        return self.kind == "decoder"
+
+
+@dataclass(frozen=True)
+class Truncation:
+    n_tokens_requested: int  # tokens the text produced, special tokens included
+    n_tokens_kept: int  # tokens actually fed to the model
+    max_tokens: int | None  # the limit that applied
+
+    @property
+    def n_dropped(self) -> int:
+        return self.n_tokens_requested - self.n_tokens_kept
+
+    @property
+    def truncated(self) -> bool:
+        return self.n_dropped > 0
+
+
+@dataclass(frozen=True)
+class AttentionResult:
+    """Attention of one model on one input.
+
+    attention: float32 (layer, head, query, key); for encoder-decoders the encoder's
+    self-attention. Rows sum to 1 over the keys a query may see.
+    tokens: display strings, one per position; continuation pieces start with "##".
+    """
+
+    attention: np.ndarray
+    tokens: tuple[str, ...]
+    token_ids: tuple[int, ...]
+    special_mask: np.ndarray  # bool (seq_len,): [CLS], [SEP], <s>, padding ...
+    continuation: np.ndarray  # bool (seq_len,): piece continues the previous word
+    segment_ids: np.ndarray  # int (seq_len,): 0 = sentence A, 1 = sentence B
+    facts: ModelFacts
+    text: str
+    text_pair: str | None = None
+    truncation: Truncation | None = None
+    # encoder-decoder only: decoder self-attention (layer, head, tgt, tgt) and
+    # cross-attention (layer, head, tgt, src), with the decoder's tokens.
+    decoder_attention: np.ndarray | None = None
+    cross_attention: np.ndarray | None = None
+    decoder_tokens: tuple[str, ...] | None = None
+    ablated: frozenset = field(default_factory=frozenset)  # {(layer, head)} switched off
+
+    def __post_init__(self):
+        att = self.attention
+        if att.ndim != 4 or att.shape[2] != att.shape[3]:
+            raise ValueError(f"attention must be (layer, head, n, n), got {att.shape}")
+        n = att.shape[2]
+        for name in ("tokens", "token_ids", "special_mask", "continuation", "segment_ids"):
+            if len(getattr(self, name)) != n:
+                raise ValueError(f"{name} has {len(getattr(self, name))} entries for {n} positions")
+        # Results are shared between sessions through caches: make them read-only.
+        for arr in (att, self.special_mask, self.continuation, self.segment_ids,
+                    self.decoder_attention, self.cross_attention):
+            if arr is not None:
+                arr.flags.writeable = False
+
+    @property
+    def n_layers(self) -> int:
+        return self.attention.shape[0]
+
+    @property
+    def n_heads(self) -> int:
+        return self.attention.shape[1]
+
+    @property
+    def seq_len(self) -> int:
+        return self.attention.shape[2]
+
+    @property
+    def is_pair(self) -> bool:
+        return bool(self.text_pair) and bool(np.any(self.segment_ids == 1))
+
+    @property
+    def stacks(self) -> tuple[str, ...]:
+        """The attention stacks present: ("self",) or all three for encoder-decoders."""
+        return STACKS if self.cross_attention is not None else ("self",)
+
+    def stack(self, which: str = "self") -> tuple[np.ndarray, tuple[str, ...], tuple[str, ...]]:
+        """(attention, query tokens, key tokens) of one stack: self (the encoder's, for
+        encoder-decoders), decoder or cross."""
+        if which == "self":
+            return self.attention, self.tokens, self.tokens
+        if which == "decoder" and self.decoder_attention is not None:
+            return self.decoder_attention, self.decoder_tokens, self.decoder_tokens
+        if which == "cross" and self.cross_attention is not None:
+            return self.cross_attention, self.decoder_tokens, self.tokens
+        raise ValueError(f"this result has no {which!r} attention (it has {', '.join(self.stacks)})")

@@ -1,0 +1,1 @@
+"""The only part of attnviz that imports streamlit: caches, the sidebar, shared widgets."""

@@ -1,0 +1,92 @@
+"""The shared sidebar (model, text, optional second sentence) and the current result."""
+from __future__ import annotations
+
+import streamlit as st
+
+from attnviz.errors import AttnvizError
+from attnviz.examples import examples, long_text
+from attnviz.models.registry import DEFAULT_MODEL, PACKAGED, is_slow, package_dir
+
+OTHER = "other"  # model picker entry for a hub id or folder typed by the user
+LONG = "A long text (~512 tokens)"
+
+
+def _model_options() -> dict[str, str]:
+    opts = {k: s.label for k, s in PACKAGED.items() if package_dir(s.package)}
+    opts[OTHER] = "Other: a HuggingFace hub id or a local folder…"
+    return opts
+
+
+def _apply_example():
+    choice = st.session_state.get("example")
+    if choice == LONG:
+        st.session_state["text"], st.session_state["text_pair"] = long_text(), ""
+    else:
+        for a, b in examples():
+            if a == choice:
+                st.session_state["text"], st.session_state["text_pair"] = a, b or ""
+                st.session_state["use_pair"] = bool(b)
+
+
+def render() -> None:
+    first_a, _ = examples()[0]
+    st.session_state.setdefault("model_choice", DEFAULT_MODEL)
+    st.session_state.setdefault("text", first_a)
+    st.session_state.setdefault("text_pair", "")
+    st.session_state.setdefault("use_pair", False)
+    with st.sidebar:
+        st.markdown("### Model and text")
+        opts = _model_options()
+        st.selectbox("Model", list(opts), format_func=opts.get, key="model_choice",
+                     help="The packaged models work offline. 'Other' loads any HF hub id or local folder.")
+        if st.session_state["model_choice"] == OTHER:
+            st.text_input("Hub id or folder", key="custom_model", placeholder="bert-base-uncased or /path/to/model",
+                          help="Loaded with eager attention; never with remote code. Offline, only folders "
+                               "and models already in the HF cache work.")
+        st.selectbox("Example", [a for a, _ in examples()] + [LONG], index=None, key="example",
+                     placeholder="Pick an example sentence…", on_change=_apply_example)
+        st.text_area("Text", key="text", height=110, max_chars=20_000)
+        st.toggle("Sentence pair", key="use_pair", help="Feed a second sentence as segment B ([SEP]-separated).")
+        if st.session_state["use_pair"]:
+            st.text_input("Second sentence (B)", key="text_pair")
+
+
+def model_key() -> str:
+    choice = st.session_state.get("model_choice", DEFAULT_MODEL)
+    if choice == OTHER:
+        return (st.session_state.get("custom_model") or "").strip()
+    return choice
+
+
+def current_result(max_tokens: int | None = None):
+    """The AttentionResult of the sidebar's model and text, or None after showing a plain
+    message (the caller then stops). Loads the model with a spinner on first use."""
+    from attnviz.ui.cache import get_model, get_result
+
+    key = model_key()
+    text = st.session_state.get("text", "")
+    pair = st.session_state.get("text_pair") if st.session_state.get("use_pair") else None
+    if not key:
+        st.info("Type a HuggingFace hub id or a local model folder in the sidebar.")
+        return None
+    try:
+        with st.spinner(f"Loading {key}… (about 20 s the first time)" if is_slow(key) else f"Loading {key}…"):
+            get_model(key)
+        with st.spinner("Computing attention…"):
+            result = get_result(key, text, pair or None, max_tokens)
+    except AttnvizError as e:
+        st.warning(str(e))
+        return None
+    if result.truncation and result.truncation.truncated:
+        t = result.truncation
+        st.info(f"The text is {t.n_tokens_requested} tokens long; the model takes at most {t.max_tokens}, "
+                f"so the last {t.n_dropped} tokens were dropped.")
+    return result
+
+
+def require_result(max_tokens: int | None = None):
+    """current_result(), stopping the page when there is none."""
+    result = current_result(max_tokens)
+    if result is None:
+        st.stop()
+    return result
