@@ -12,29 +12,31 @@ HERE = Path(__file__).parent
 # (section, file, title, icon). A page file that does not exist yet is left out, so the
 # list can name planned pages; st.navigation turns off automatic pages/ discovery.
 PAGES = [
-    ("Inspect", "pages/heatmap.py", "Attention heatmap", "🔥"),
-    ("Analyse", "pages/entropy.py", "Entropy", "📊"),
-    ("Analyse", "pages/rollout.py", "Rollout", "🧮"),
-    ("Analyse", "pages/head_roles.py", "Head roles", "🧭"),
-    ("Analyse", "pages/ablation.py", "Ablation", "✂️"),
-    ("Analyse", "pages/compare.py", "Compare", "⚖️"),
-    ("Learn", "pages/lab_steps.py", "Scaled dot-product", "🧪"),
-    ("Learn", "pages/lab_scaling.py", "Why √d_k", "📐"),
-    ("Learn", "pages/lab_temperature.py", "Temperature", "🌡️"),
-    ("Learn", "pages/lab_masks.py", "Masks", "🎭"),
-    ("Learn", "pages/lab_multihead.py", "Multi-head", "🧩"),
-    ("Learn", "pages/lab_variants.py", "Variants", "🔀"),
-    ("Learn", "pages/lab_kv_cache.py", "KV cache", "🗄️"),
-    ("Learn", "pages/lab_quiz.py", "Quick checks", "❓"),
-    ("Learn", "pages/positional.py", "Positional encodings", "📍"),
-    ("Learn", "pages/complexity.py", "Complexity", "⏱️"),
-    ("Learn", "pages/training.py", "Training evolution", "🏋️"),
+    ("Inspect", "pages/home.py", "Home", ":material/home:"),
+    ("Inspect", "pages/heatmap.py", "Attention heatmap", ":material/grid_on:"),
+    ("Analyse", "pages/entropy.py", "Entropy", ":material/bar_chart:"),
+    ("Analyse", "pages/rollout.py", "Rollout", ":material/account_tree:"),
+    ("Analyse", "pages/head_roles.py", "Head roles", ":material/explore:"),
+    ("Analyse", "pages/ablation.py", "Ablation", ":material/content_cut:"),
+    ("Analyse", "pages/compare.py", "Compare", ":material/compare:"),
+    ("Learn", "pages/lab_steps.py", "Scaled dot-product", ":material/science:"),
+    ("Learn", "pages/lab_scaling.py", "Why √d_k", ":material/functions:"),
+    ("Learn", "pages/lab_temperature.py", "Temperature", ":material/thermostat:"),
+    ("Learn", "pages/lab_masks.py", "Masks", ":material/visibility_off:"),
+    ("Learn", "pages/lab_multihead.py", "Multi-head", ":material/view_module:"),
+    ("Learn", "pages/lab_variants.py", "Variants", ":material/alt_route:"),
+    ("Learn", "pages/lab_kv_cache.py", "KV cache", ":material/storage:"),
+    ("Learn", "pages/lab_quiz.py", "Quick checks", ":material/quiz:"),
+    ("Learn", "pages/positional.py", "Positional encodings", ":material/place:"),
+    ("Learn", "pages/complexity.py", "Complexity", ":material/speed:"),
+    ("Learn", "pages/training.py", "Training evolution", ":material/model_training:"),
 ]
 
 sections: dict[str, list] = {}
 for section, file, title, icon in PAGES:
     if (HERE / file).exists():
-        sections.setdefault(section, []).append(st.Page(file, title=title, icon=icon))
+        sections.setdefault(section, []).append(
+            st.Page(file, title=title, icon=icon, default=file == "pages/home.py"))
 
 nav = st.navigation(sections)
 sidebar.render()

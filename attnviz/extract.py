@@ -146,7 +146,7 @@ def extract(loaded, text: str, text_pair: str | None = None, *, max_tokens: int 
         attention = _stack(out.encoder_attentions, "encoder")
         extra = dict(decoder_attention=_stack(out.decoder_attentions, "decoder"),
                      cross_attention=_stack(out.cross_attentions, "cross"),
-                     decoder_tokens=dec_tokens)
+                     decoder_tokens=dec_tokens, decoder_special_mask=dec_special)
     else:
         attention = _stack(out.attentions, "")
     return AttentionResult(

@@ -70,6 +70,7 @@ class AttentionResult:
     decoder_attention: np.ndarray | None = None
     cross_attention: np.ndarray | None = None
     decoder_tokens: tuple[str, ...] | None = None
+    decoder_special_mask: np.ndarray | None = None  # bool (tgt,)
     ablated: frozenset = field(default_factory=frozenset)  # {(layer, head)} switched off
 
     def __post_init__(self):
@@ -82,7 +83,7 @@ class AttentionResult:
                 raise ValueError(f"{name} has {len(getattr(self, name))} entries for {n} positions")
         # Results are shared between sessions through caches: make them read-only.
         for arr in (att, self.special_mask, self.continuation, self.segment_ids,
-                    self.decoder_attention, self.cross_attention):
+                    self.decoder_attention, self.cross_attention, self.decoder_special_mask):
             if arr is not None:
                 arr.flags.writeable = False
 
@@ -106,6 +107,13 @@ class AttentionResult:
     def stacks(self) -> tuple[str, ...]:
         """The attention stacks present: ("self",) or all three for encoder-decoders."""
         return STACKS if self.cross_attention is not None else ("self",)
+
+    def specials(self, which: str = "self") -> tuple[np.ndarray, np.ndarray]:
+        """(query special mask, key special mask) of one stack."""
+        enc, dec = self.special_mask, self.decoder_special_mask
+        if dec is None:
+            dec = np.zeros(len(self.decoder_tokens or ()), dtype=bool)
+        return {"self": (enc, enc), "decoder": (dec, dec), "cross": (dec, enc)}[which]
 
     def stack(self, which: str = "self") -> tuple[np.ndarray, tuple[str, ...], tuple[str, ...]]:
         """(attention, query tokens, key tokens) of one stack: self (the encoder's, for

@@ -109,7 +109,7 @@ def page(browser, request):
 
 def wait_for_app(page, timeout: float = 90.0):
     """Wait until the Streamlit script has finished running (no 'Running' status shown)."""
-    page.wait_for_selector('[data-testid="stApp"]', timeout=timeout * 1000)
+    page.wait_for_selector('[data-testid="stApp"]', state="attached", timeout=timeout * 1000)
     deadline = time.time() + timeout
     idle_since = None
     while time.time() < deadline:

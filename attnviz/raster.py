@@ -1,0 +1,111 @@
+"""All layers x heads drawn as ONE raster image (a PNG), with an invisible click layer."""
+from __future__ import annotations
+
+import base64
+import io
+from dataclasses import dataclass
+
+import numpy as np
+import plotly.graph_objects as go
+from PIL import Image
+from plotly.colors import get_colorscale, sample_colorscale, unlabel_rgb
+
+
+def colour_lut(colorscale: str = "Viridis", n: int = 256) -> np.ndarray:
+    """(n, 3) uint8 colours sampled from a plotly colour scale (same colours as the heatmaps)."""
+    samples = sample_colorscale(get_colorscale(colorscale), np.linspace(0, 1, n), colortype="rgb")
+    return np.array([unlabel_rgb(s) for s in samples], dtype=np.float64).round().clip(0, 255).astype(np.uint8)
+
+
+def thumbnail(matrix: np.ndarray, size: int) -> np.ndarray:
+    """(size, size) float32 resampling of a (query, key) matrix: block mean when shrinking
+    (no pattern is lost between sampled pixels), nearest pixel when enlarging."""
+    m = np.asarray(matrix, dtype=np.float32)
+    img = Image.fromarray(m, mode="F")
+    method = Image.Resampling.BOX if max(m.shape) >= size else Image.Resampling.NEAREST
+    return np.asarray(img.resize((size, size), method), dtype=np.float32)
+
+
+@dataclass(frozen=True)
+class GridLayout:
+    n_layers: int
+    n_heads: int
+    thumb: int  # thumbnail side in pixels
+    gap: int  # pixels between thumbnails
+
+    @property
+    def width(self) -> int:
+        return self.n_heads * (self.thumb + self.gap) + self.gap
+
+    @property
+    def height(self) -> int:
+        return self.n_layers * (self.thumb + self.gap) + self.gap
+
+    def centre(self, layer: int, head: int) -> tuple[float, float]:
+        step = self.thumb + self.gap
+        return self.gap + head * step + self.thumb / 2, self.gap + layer * step + self.thumb / 2
+
+
+def default_thumb(n_layers: int, n_heads: int, seq_len: int) -> int:
+    """Thumbnail side: about 64 px, smaller for many heads, never above the sequence length x 4."""
+    side = 64 if n_layers * n_heads <= 96 else 40
+    return int(max(16, min(side, seq_len * 4)))
+
+
+def grid_png(attention: np.ndarray, layout: GridLayout, colorscale: str = "Viridis",
+             selected: tuple[int, int] | None = None, ablated=()) -> bytes:
+    """PNG bytes of every head's thumbnail; each thumbnail is scaled to its own maximum so
+    that weak heads still show their pattern. attention: (layer, head, query, key)."""
+    lut = colour_lut(colorscale)
+    canvas = np.full((layout.height, layout.width, 3), 255, dtype=np.uint8)
+    step = layout.thumb + layout.gap
+    for layer in range(layout.n_layers):
+        for head in range(layout.n_heads):
+            t = thumbnail(attention[layer, head], layout.thumb)
+            peak = float(t.max())
+            idx = np.zeros(t.shape, dtype=np.int64) if peak <= 0 else np.round(t / peak * 255).astype(np.int64)
+            y0, x0 = layout.gap + layer * step, layout.gap + head * step
+            canvas[y0:y0 + layout.thumb, x0:x0 + layout.thumb] = lut[idx]
+    g = layout.gap
+    for (layer, head), colour in [((lh[0], lh[1]), (140, 140, 140)) for lh in ablated] + (
+            [(selected, (220, 30, 30))] if selected else []):
+        y0, x0 = g + layer * step, g + head * step
+        canvas[max(0, y0 - g):y0 + layout.thumb + g, max(0, x0 - g):x0] = colour
+        canvas[max(0, y0 - g):y0 + layout.thumb + g, x0 + layout.thumb:x0 + layout.thumb + g] = colour
+        canvas[max(0, y0 - g):y0, max(0, x0 - g):x0 + layout.thumb + g] = colour
+        canvas[y0 + layout.thumb:y0 + layout.thumb + g, max(0, x0 - g):x0 + layout.thumb + g] = colour
+    buf = io.BytesIO()
+    Image.fromarray(canvas).save(buf, format="PNG", optimize=True)
+    return buf.getvalue()
+
+
+def grid_figure(png: bytes, layout: GridLayout, *, head_means=None, ablated=()) -> go.Figure:
+    """Plotly figure: the PNG as one go.Image plus transparent markers at thumbnail centres,
+    so a click reports (layer, head) through st.plotly_chart(on_select=...)."""
+    uri = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+    fig = go.Figure(go.Image(source=uri, hoverinfo="skip"))
+    xs, ys, custom, text = [], [], [], []
+    ablated = set(map(tuple, ablated))
+    for layer in range(layout.n_layers):
+        for head in range(layout.n_heads):
+            x, y = layout.centre(layer, head)
+            xs.append(x)
+            ys.append(y)
+            custom.append([layer, head])
+            extra = f"<br>{head_means[layer][head]}" if head_means is not None else ""
+            text.append(f"layer {layer}, head {head}{' (ablated)' if (layer, head) in ablated else ''}{extra}"
+                        "<br>click to open")
+    fig.add_trace(go.Scatter(x=xs, y=ys, mode="markers", customdata=custom, hovertext=text, hoverinfo="text",
+                             marker=dict(size=max(8, layout.thumb * 0.8), symbol="square", opacity=0.01,
+                                         color="white"), showlegend=False))
+    step = layout.thumb + layout.gap
+    fig.update_layout(
+        height=int(layout.height * 1.0 + 70), margin=dict(l=60, r=10, t=30, b=10), dragmode=False,
+        xaxis=dict(range=[0, layout.width], showgrid=False, zeroline=False, side="top", title="head",
+                   tickvals=[layout.gap + h * step + layout.thumb / 2 for h in range(layout.n_heads)],
+                   ticktext=[str(h) for h in range(layout.n_heads)], constrain="domain"),
+        yaxis=dict(range=[layout.height, 0], showgrid=False, zeroline=False, title="layer",
+                   tickvals=[layout.gap + l * step + layout.thumb / 2 for l in range(layout.n_layers)],
+                   ticktext=[str(l) for l in range(layout.n_layers)], scaleanchor="x", constrain="domain"),
+    )
+    return fig

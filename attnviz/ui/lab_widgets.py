@@ -1,0 +1,91 @@
+"""Shared widgets of the attention lab pages: matrix editors, labelled matrices, lecture navigation."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import streamlit as st
+
+from attnviz.errors import BadInput
+from attnviz.lab.matrix_text import format_matrix, parse_matrix
+
+# The lab pages in lecture order: (file, short title).
+LECTURE = (
+    ("pages/lab_steps.py", "1 · Scaled dot-product, step by step"),
+    ("pages/lab_scaling.py", "2 · Why √d_k"),
+    ("pages/lab_temperature.py", "3 · Temperature and soft lookup"),
+    ("pages/lab_masks.py", "4 · Masks"),
+    ("pages/lab_multihead.py", "5 · Multi-head attention"),
+    ("pages/lab_variants.py", "6 · Variants: Bahdanau, Luong, self / cross / causal"),
+    ("pages/lab_kv_cache.py", "7 · KV cache"),
+    ("pages/lab_quiz.py", "8 · Quick checks and common mistakes"),
+)
+
+PLOT_CONFIG = {"displayModeBar": False}
+ROOT = Path(__file__).resolve().parents[2]  # the folder holding app.py
+
+
+def lab_header(page_file: str, intro: str) -> None:
+    """Title with the lecture number, and the page's few-sentence explanation."""
+    title = dict(LECTURE)[page_file]
+    st.title(title)
+    st.markdown(intro)
+
+
+def lecture_nav(page_file: str) -> None:
+    """'Previous' and 'Next' links in lecture order, at the bottom of a lab page."""
+    present = [(f, t) for f, t in LECTURE if (ROOT / f).exists() or f == page_file]
+    files = [f for f, _ in present]
+    i = files.index(page_file)
+    st.divider()
+    left, right = st.columns(2)
+    if i > 0:
+        left.page_link(present[i - 1][0], label=f"← {present[i - 1][1]}")
+    if i + 1 < len(present):
+        right.page_link(present[i + 1][0], label=f"Next: {present[i + 1][1]} →")
+
+
+def matrix_input(label: str, default: np.ndarray, key: str, help: str | None = None,
+                 height: int | None = None) -> np.ndarray | None:
+    """A text area holding a matrix (one row per line). Returns the parsed matrix, or None
+    after showing a plain warning for non-numeric, ragged or empty input."""
+    st.session_state.setdefault(key, format_matrix(default))
+    n_lines = max(2, st.session_state[key].count("\n") + 1)
+    st.text_area(label, key=key, height=height or min(260, 40 + 26 * n_lines),
+                 help=help or "One row per line; numbers separated by spaces or commas.")
+    try:
+        return parse_matrix(st.session_state[key], label.split(" ")[0])
+    except BadInput as e:
+        st.warning(str(e))
+        return None
+
+
+def reset_button(keys: list[str], label: str = "Reset to the example", key: str | None = None) -> None:
+    """A button that forgets the given widget values so their defaults return."""
+    def _reset():
+        for k in keys:
+            st.session_state.pop(k, None)
+
+    st.button(label, on_click=_reset, key=key)
+
+
+def show_figure(fig, key: str | None = None) -> None:
+    st.plotly_chart(fig, width="stretch", config=PLOT_CONFIG, key=key)
+
+
+def int_list_input(label: str, default: str, key: str, help: str | None = None) -> list[int] | None:
+    """A text input of comma-separated whole numbers; None after a plain warning."""
+    st.session_state.setdefault(key, default)
+    st.text_input(label, key=key, help=help)
+    parts = [p.strip() for p in st.session_state[key].replace(";", ",").split(",") if p.strip()]
+    if not parts:
+        st.warning(f"{label}: type at least one whole number.")
+        return None
+    out = []
+    for p in parts:
+        try:
+            out.append(int(p))
+        except ValueError:
+            st.warning(f"{label}: '{p}' is not a whole number.")
+            return None
+    return out

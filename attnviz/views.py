@@ -1,0 +1,88 @@
+"""Pure transforms that choose what a heatmap shows: hidden special tokens, pair blocks, colour scaling."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from attnviz.errors import BadInput
+
+# Sentence-pair blocks: name -> (query segment, key segment); None = all positions.
+PAIR_BLOCKS = {
+    "all": (None, None),
+    "A→A": (0, 0),
+    "B→B": (1, 1),
+    "A→B": (0, 1),
+    "B→A": (1, 0),
+}
+COLOUR_SCALES = ("linear", "clip", "log")
+
+
+@dataclass(frozen=True)
+class MatrixView:
+    """A 2-D slice ready to plot, with the original positions of its rows and columns."""
+
+    values: np.ndarray  # (n_rows, n_cols) float32
+    rows: np.ndarray  # int (n_rows,): original query positions
+    cols: np.ndarray  # int (n_cols,): original key positions
+    renormalised: bool  # rows rescaled to sum to 1 after dropping columns
+
+
+def select_view(matrix: np.ndarray, special_mask: np.ndarray | None = None,
+                segment_ids: np.ndarray | None = None, *, hide_special: bool = False,
+                renormalise: bool = True, block: str = "all", key_special_mask: np.ndarray | None = None,
+                ) -> MatrixView:
+    """Rows/columns of one head's (query, key) matrix to show.
+
+    hide_special drops special-token rows and columns; renormalise then rescales each kept
+    row to sum to 1 (rows whose kept mass is 0 stay 0). block picks a sentence-pair block.
+    key_special_mask: special mask of the keys when they differ from the queries (cross-attention).
+    """
+    m = np.asarray(matrix)
+    if m.ndim != 2:
+        raise BadInput(f"expected one head's (query, key) matrix, got shape {m.shape}")
+    if block not in PAIR_BLOCKS:
+        raise BadInput(f"unknown block {block!r}; choose one of {', '.join(PAIR_BLOCKS)}")
+    n_q, n_k = m.shape
+    rows_ok = np.ones(n_q, dtype=bool)
+    cols_ok = np.ones(n_k, dtype=bool)
+    k_special = special_mask if key_special_mask is None else key_special_mask
+    if hide_special:
+        if special_mask is not None:
+            rows_ok &= ~np.asarray(special_mask, dtype=bool)
+        if k_special is not None:
+            cols_ok &= ~np.asarray(k_special, dtype=bool)
+    q_seg, k_seg = PAIR_BLOCKS[block]
+    if q_seg is not None:
+        if segment_ids is None or not np.any(np.asarray(segment_ids) == 1):
+            raise BadInput("Sentence-pair blocks need a second sentence: switch on 'Sentence pair' in the sidebar.")
+        seg = np.asarray(segment_ids)
+        rows_ok &= seg == q_seg
+        cols_ok &= seg == k_seg
+    rows, cols = np.flatnonzero(rows_ok), np.flatnonzero(cols_ok)
+    if rows.size == 0 or cols.size == 0:
+        raise BadInput("Nothing is left to show: every row or column was hidden. Show special tokens again.")
+    values = m[np.ix_(rows, cols)].astype(np.float32)
+    dropped_cols = cols.size < n_k
+    if renormalise and dropped_cols:
+        total = values.sum(axis=1, keepdims=True)
+        values = np.divide(values, total, out=np.zeros_like(values), where=total > 0)
+    return MatrixView(values, rows, cols, renormalised=bool(renormalise and dropped_cols))
+
+
+def colour_range(values: np.ndarray, scale: str = "linear", clip_percentile: float = 99.0
+                 ) -> tuple[np.ndarray, float, float]:
+    """(values to colour, zmin, zmax). 'clip' caps the colour range at a percentile, so a few
+    large weights (often on special tokens) do not wash out the rest; 'log' colours log10 of
+    the weights (floored at 1e-4)."""
+    v = np.asarray(values, dtype=np.float32)
+    if scale not in COLOUR_SCALES:
+        raise BadInput(f"unknown colour scale {scale!r}")
+    if scale == "log":
+        floor = 1e-4
+        logv = np.log10(np.maximum(v, floor))
+        return logv, float(np.log10(floor)), float(max(logv.max(), np.log10(floor) + 1e-6))
+    if scale == "clip":
+        hi = float(np.percentile(v, clip_percentile)) if v.size else 1.0
+        return v, 0.0, max(hi, 1e-6)
+    return v, 0.0, max(float(v.max()) if v.size else 1.0, 1e-6)

@@ -1,0 +1,150 @@
+"""Heatmap page: every head as thumbnails, one head in detail, and one token across heads."""
+import numpy as np
+import streamlit as st
+
+from attnviz.errors import BadInput
+from attnviz.plots import PALETTES, focus_figure, heatmap_figure, lines_figure
+from attnviz.raster import GridLayout, default_thumb, grid_figure, grid_png
+from attnviz.ui.heads import consume_selection, head_picker
+from attnviz.ui.shell import ensure_app_shell
+from attnviz.ui.sidebar import require_result
+from attnviz.views import PAIR_BLOCKS, colour_range, select_view
+
+ensure_app_shell()
+
+STACK_LABELS = {"self": "self-attention", "decoder": "decoder self-attention", "cross": "cross-attention (decoder → encoder)"}
+
+st.title("Attention heatmap")
+st.caption("Each cell is the softmax weight one token (a row, the query) puts on another token "
+           "(a column, the key). Every row sums to 1.")
+
+result = require_result()
+facts = result.facts
+st.markdown(f"**{facts.name}** · `{facts.architecture}` · {facts.kind}"
+            f"{' (causal: a token sees only itself and earlier tokens)' if facts.causal else ''} · "
+            f"{result.n_layers} layers × {result.n_heads} heads · d_model {facts.d_model} · "
+            f"**{result.seq_len} tokens**")
+
+st.session_state.setdefault("hm_stack", "self")
+if result.stacks != ("self",):
+    st.radio("Attention", result.stacks, format_func=lambda s: STACK_LABELS[s] if s != "self" else "encoder self-attention",
+             key="hm_stack", horizontal=True)
+else:
+    st.session_state["hm_stack"] = "self"
+which = st.session_state["hm_stack"]
+attention, q_tokens, k_tokens = result.stack(which)
+q_special, k_special = result.specials(which)
+n_layers, n_heads = attention.shape[:2]
+
+clicked = consume_selection("hm_grid")
+if clicked:
+    st.session_state["layer"], st.session_state["head"] = clicked
+ablated = {tuple(x) for x in st.session_state.get("ablated_heads", set())}
+
+with st.expander("Display options", expanded=False):
+    c1, c2, c3 = st.columns(3)
+    with c1:
+        st.toggle("Hide special tokens ([CLS], [SEP], …)", key="hm_hide_special")
+        st.toggle("Renormalise rows after hiding", key="hm_renorm", value=True,
+                  help="On: each visible row is rescaled to sum to 1 again. Off: rows show the original "
+                       "weights, so they sum to less than 1 where special tokens took weight.")
+    with c2:
+        st.radio("Colour scale", ["linear", "clip", "log"], key="hm_scale", horizontal=True,
+                 format_func={"linear": "linear", "clip": "clip at 99th pct", "log": "log10"}.get,
+                 help="Special tokens often take most of the weight and wash out the rest: clip or log "
+                      "shows the smaller weights. Hover always shows the exact weight.")
+        st.selectbox("Palette", list(PALETTES), key="hm_palette")
+    with c3:
+        if result.is_pair and which == "self":
+            st.radio("Sentence-pair block", list(PAIR_BLOCKS), key="hm_block", horizontal=True,
+                     help="A→B: rows of sentence A, columns of sentence B.")
+block = st.session_state.get("hm_block", "all") if (result.is_pair and which == "self") else "all"
+hide = st.session_state.get("hm_hide_special", False)
+renorm = st.session_state.get("hm_renorm", True)
+scale = st.session_state.get("hm_scale", "linear")
+palette = PALETTES[st.session_state.get("hm_palette", next(iter(PALETTES)))]
+
+# --- every head -------------------------------------------------------------------------
+layer, head = head_picker(n_layers, n_heads, "hm")
+st.subheader("Every head")
+grid_col, grid_text = st.columns([3, 1])
+with grid_text:
+    st.markdown(
+        "One thumbnail per head: rows are layers (0 = nearest the input), columns are heads. "
+        "Each thumbnail is coloured relative to its own largest weight, so faint heads still "
+        "show their shape. **Click a thumbnail** to open that head below; the open head has a red "
+        "frame" + (", ablated heads a grey one." if ablated else "."))
+    st.caption("Common shapes: a vertical stripe (everyone attends to one token, often [CLS] or "
+               "[SEP]), a diagonal (each token attends to itself), a line just off the diagonal "
+               "(previous or next token), a blur (broad attention).")
+with grid_col:
+    layout = GridLayout(n_layers, n_heads, default_thumb(n_layers, n_heads, attention.shape[2]), 2)
+    png = grid_png(attention, layout, palette, selected=(layer, head), ablated=ablated)
+    st.plotly_chart(grid_figure(png, layout, ablated=ablated), key="hm_grid", on_select="rerun",
+                    selection_mode="points", config={"displayModeBar": False})
+
+# --- one head ---------------------------------------------------------------------------
+st.subheader(f"Layer {layer}, head {head}" + (" (ablated elsewhere: weights shown are its own)" if (layer, head) in ablated else ""))
+try:
+    view = select_view(attention[layer, head], q_special, result.segment_ids if which == "self" else None,
+                       hide_special=hide, renormalise=renorm, block=block,
+                       key_special_mask=k_special)
+except BadInput as e:
+    st.warning(str(e))
+    st.stop()
+colour, zmin, zmax = colour_range(view.values, scale)
+fig_col, info_col = st.columns([3, 1])
+with fig_col:
+    st.plotly_chart(
+        heatmap_figure(colour, q_tokens, k_tokens, rows=view.rows, cols=view.cols, raw=view.values,
+                       zmin=zmin, zmax=zmax, colorscale=palette,
+                       colorbar_title={"log": "log10 weight"}.get(scale, "weight")),
+        key="hm_heatmap", width="stretch")
+with info_col:
+    full = attention[layer, head]
+    on_special = float(full[:, k_special].sum(axis=1).mean()) if k_special.any() else 0.0
+    st.metric("Mean weight on special tokens", f"{on_special:.1%}")
+    st.metric("Largest weight", f"{float(full.max()):.4f}")
+    st.markdown("Read a **row** to see what that token gathers information from; read a **column** "
+                "to see who gathers from that token.")
+    if hide:
+        st.caption("Special tokens are hidden. " + ("Rows are renormalised to sum to 1 over the visible tokens."
+                                                   if view.renormalised else "Rows are not renormalised: they sum to "
+                                                   "less than 1 where special tokens took weight."))
+    if scale != "linear":
+        st.caption("Colours are " + ("clipped at the 99th percentile" if scale == "clip" else "log10 of the weight")
+                   + "; hover shows the exact weight.")
+    if attention.shape[2] > 160:
+        st.caption("Long input: hover shows row/column positions; the axes label every few tokens.")
+
+# --- token focus ------------------------------------------------------------------------
+st.subheader("Token focus")
+st.markdown("Choose a token to see, for every head of this layer, what it attends to (its row) and "
+            "what attends to it (its column).")
+n_q = attention.shape[2]
+st.session_state.setdefault("hm_focus", 1 if n_q > 2 else 0)
+if st.session_state["hm_focus"] >= n_q:
+    st.session_state["hm_focus"] = 0
+focus = st.selectbox("Token", range(n_q), key="hm_focus", format_func=lambda i: f"{i}: {q_tokens[i]}")
+layer_heads_ablated = {h for (l, h) in ablated if l == layer}
+c_out, c_in = st.columns(2)
+if which == "self":
+    with c_out:
+        st.plotly_chart(focus_figure(attention[layer], focus, q_tokens, direction="out", colorscale=palette,
+                                     ablated_heads=layer_heads_ablated), key="hm_focus_out", width="stretch")
+    with c_in:
+        st.plotly_chart(focus_figure(attention[layer], focus, q_tokens, direction="in", colorscale=palette,
+                                     ablated_heads=layer_heads_ablated), key="hm_focus_in", width="stretch")
+else:
+    st.plotly_chart(focus_figure(attention[layer], focus, k_tokens, direction="out", colorscale=palette,
+                                 ablated_heads=layer_heads_ablated), key="hm_focus_out", width="stretch")
+
+if which == "self" and n_q <= 128:
+    st.markdown(f"**Lines view** (layer {layer}, head {head}): each token on the left sends lines to the "
+                "tokens it attends to on the right; darker and thicker lines carry more weight. The "
+                "focus token's lines are drawn alone; untick to see every token's.")
+    only_focus = st.checkbox("Only the focus token", value=True, key="hm_lines_focus")
+    st.plotly_chart(lines_figure(attention[layer, head], q_tokens, focus=focus if only_focus else None),
+                    key="hm_lines", width="stretch")
+elif which == "self":
+    st.caption("The lines view is drawn for inputs up to 128 tokens.")
