@@ -1,6 +1,10 @@
 """Home page: what attnviz shows and where to find it."""
 import streamlit as st
 
+from attnviz.ui.shell import ensure_app_shell
+
+ensure_app_shell()
+
 st.title("attnviz · see attention at work")
 st.markdown(
     "attnviz shows what the attention heads of a transformer do with your text: every layer "

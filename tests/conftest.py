@@ -19,6 +19,7 @@ CHROMIUM_ARGS = [
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]
 ARTIFACTS = ROOT / "test-artifacts"
+APP = str(ROOT / "app.py")  # AppTest.from_file(APP): relative paths resolve against the caller
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

@@ -1,0 +1,1 @@
+"""The attention lab: small, exact teaching computations behind the Learn pages."""

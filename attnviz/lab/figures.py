@@ -1,0 +1,91 @@
+"""Plotly figure builders for the attention lab: labelled matrices and small line/bar charts."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from attnviz.lab.matrix_text import format_number
+
+TEXT_LIMIT = 14  # print numbers in the cells only up to this many rows and columns
+FONT = 15  # base font size: readable from the back of a lecture room
+COLORWAY = ["#d1495b", "#2e86ab", "#edae49", "#66a182", "#8d6a9f", "#00798c"]  # distinct line colours
+
+
+def _labels(labels: Sequence[str] | None, n: int, prefix: str) -> list[str]:
+    return list(labels) if labels is not None else [f"{prefix}{i + 1}" for i in range(n)]
+
+
+def matrix_heatmap(m: np.ndarray, rows: Sequence[str] | None = None, cols: Sequence[str] | None = None,
+                   title: str = "", digits: int = 4, colorscale: str = "Blues", zmin: float | None = None,
+                   zmax: float | None = None, show_text: bool | None = None, height: int | None = None,
+                   row_title: str = "", col_title: str = "", showscale: bool = False,
+                   zmid: float | None = None) -> go.Figure:
+    """A labelled heatmap of m (n_rows, n_cols) with each value printed to `digits` decimals.
+
+    Rows and columns are plotted at integer positions (repeated labels stay separate);
+    -inf cells (masked scores) are left blank and printed as '-inf'.
+    """
+    m = np.atleast_2d(np.asarray(m, dtype=np.float64))
+    n_r, n_c = m.shape
+    rows, cols = _labels(rows, n_r, "q"), _labels(cols, n_c, "k")
+    finite = np.where(np.isfinite(m), m, np.nan)
+    if show_text is None:
+        show_text = n_r <= TEXT_LIMIT and n_c <= TEXT_LIMIT
+    fin = m[np.isfinite(m)]
+    integers = bool(np.all(fin == np.round(fin))) and (fin.size == 0 or np.abs(fin).max() < 1e6)
+    fmt = (lambda x: format_number(x, digits)) if integers else (
+        lambda x: f"{x:.{digits}f}" if np.isfinite(x) else format_number(x))
+    text = [[fmt(x) for x in row] for row in m]
+    fig = go.Figure(go.Heatmap(
+        z=finite, x=list(range(n_c)), y=list(range(n_r)), colorscale=colorscale, zmin=zmin, zmax=zmax, zmid=zmid,
+        text=text, texttemplate="%{text}" if show_text else None, showscale=showscale,
+        textfont={"size": FONT if max(n_r, n_c) <= 6 else FONT - 3},
+        customdata=[[[rows[i], cols[j]] for j in range(n_c)] for i in range(n_r)],
+        hovertemplate="%{customdata[0]} → %{customdata[1]}: %{text}<extra></extra>", xgap=2, ygap=2))
+    fig.update_layout(
+        title={"text": title, "font": {"size": FONT + 1}}, height=height or max(190, 110 + 46 * n_r),
+        margin={"l": 10, "r": 10, "t": (50 if max(len(c) for c in cols) <= 6 else 75) if title else 30, "b": 10}, font={"size": FONT - 2},
+        xaxis={"tickvals": list(range(n_c)), "ticktext": cols, "side": "top", "title": col_title, "showgrid": False},
+        yaxis={"tickvals": list(range(n_r)), "ticktext": rows, "autorange": "reversed", "title": row_title,
+               "showgrid": False},
+        plot_bgcolor="#f3f3f3")
+    return fig
+
+
+def lines(x: Sequence[float], series: dict[str, Sequence[float]], title: str, x_title: str, y_title: str,
+          log_x: bool = False, log_y: bool = False, marker_x: float | None = None, height: int = 340,
+          hover_digits: int = 4) -> go.Figure:
+    """One line per series over x; an optional vertical marker at marker_x."""
+    fig = go.Figure()
+    for i, (name, y) in enumerate(series.items()):
+        fig.add_trace(go.Scatter(x=list(x), y=list(y), mode="lines+markers", name=name,
+                                 line={"color": COLORWAY[i % len(COLORWAY)]},
+                                 hovertemplate=f"{x_title} = %{{x}}<br>{name}: %{{y:.{hover_digits}f}}<extra></extra>"))
+    if marker_x is not None:
+        fig.add_vline(x=marker_x, line_dash="dot", line_color="#888")
+    fig.update_layout(title={"text": title, "font": {"size": FONT}}, height=height, font={"size": FONT - 2},
+                      margin={"l": 10, "r": 10, "t": 45, "b": 10}, colorway=COLORWAY,
+                      legend={"orientation": "h", "y": -0.25, "x": 0},
+                      xaxis={"title": x_title, "type": "log" if log_x else "linear"},
+                      yaxis={"title": y_title, "type": "log" if log_y else "linear"})
+    return fig
+
+
+def bars(labels: Sequence[str], series: dict[str, Sequence[float]], title: str, y_title: str,
+         height: int = 300, digits: int = 4, y_range: tuple[float, float] | None = None) -> go.Figure:
+    """Grouped bars at integer positions labelled with `labels`, values printed on the bars."""
+    fig = go.Figure()
+    for i, (name, y) in enumerate(series.items()):
+        y = list(y)
+        fig.add_trace(go.Bar(x=list(range(len(labels))), y=y, name=name, marker_color=COLORWAY[i % len(COLORWAY)],
+                             text=[format_number(v, digits) for v in y], textposition="outside",
+                             customdata=list(labels),
+                             hovertemplate=f"%{{customdata}} · {name}: %{{y:.{digits}f}}<extra></extra>"))
+    fig.update_layout(title={"text": title, "font": {"size": FONT}}, height=height, font={"size": FONT - 2},
+                      margin={"l": 10, "r": 10, "t": 45, "b": 10}, barmode="group", colorway=COLORWAY,
+                      showlegend=len(series) > 1, legend={"orientation": "h", "y": -0.2, "x": 0},
+                      xaxis={"tickvals": list(range(len(labels))), "ticktext": list(labels)},
+                      yaxis={"title": y_title, "range": list(y_range) if y_range else None})
+    return fig

@@ -1,0 +1,245 @@
+"""Head ablation: zero chosen heads at the input of each layer's attention output projection.
+
+transformers 5 silently ignores `head_mask`, so a forward pre-hook zeroes the heads' slice of
+the concatenated head outputs; the hooks live only for one forward pass, under the model lock.
+"""
+from __future__ import annotations
+
+import contextlib
+import inspect
+from dataclasses import dataclass, replace
+from typing import Callable
+
+import numpy as np
+
+from attnviz.errors import BadInput
+
+# Where the attention output projection of layer {i} lives, relative to model.base_model,
+# per transformers model_type. Unlisted types: every template is tried in turn.
+OUTPUT_PROJECTION: dict[str, str] = {
+    "bert": "encoder.layer.{i}.attention.output.dense",
+    "roberta": "encoder.layer.{i}.attention.output.dense",
+    "xlm-roberta": "encoder.layer.{i}.attention.output.dense",
+    "camembert": "encoder.layer.{i}.attention.output.dense",
+    "electra": "encoder.layer.{i}.attention.output.dense",
+    "ernie": "encoder.layer.{i}.attention.output.dense",
+    "megatron-bert": "encoder.layer.{i}.attention.output.dense",
+    "deberta-v2": "encoder.layer.{i}.attention.output.dense",
+    "distilbert": "transformer.layer.{i}.attention.out_lin",
+    "mpnet": "encoder.layer.{i}.attention.attn.o",
+    "modernbert": "layers.{i}.attn.Wo",
+    "llama": "layers.{i}.self_attn.o_proj",
+    "mistral": "layers.{i}.self_attn.o_proj",
+    "qwen2": "layers.{i}.self_attn.o_proj",
+    "qwen3": "layers.{i}.self_attn.o_proj",
+    "gemma": "layers.{i}.self_attn.o_proj",
+    "gemma2": "layers.{i}.self_attn.o_proj",
+    "phi3": "layers.{i}.self_attn.o_proj",
+    "olmo": "layers.{i}.self_attn.o_proj",
+    "phi": "layers.{i}.self_attn.dense",
+    "gpt2": "h.{i}.attn.c_proj",
+    "gptj": "h.{i}.attn.out_proj",
+    "gpt_neo": "h.{i}.attn.attention.out_proj",
+    "gpt_neox": "layers.{i}.attention.dense",
+    "falcon": "h.{i}.self_attention.dense",
+    "bloom": "h.{i}.self_attention.dense",
+    "opt": "decoder.layers.{i}.self_attn.out_proj",
+    "t5": "encoder.block.{i}.layer.0.SelfAttention.o",
+    "mt5": "encoder.block.{i}.layer.0.SelfAttention.o",
+    "bart": "encoder.layers.{i}.self_attn.out_proj",
+    "mbart": "encoder.layers.{i}.self_attn.out_proj",
+    "marian": "encoder.layers.{i}.self_attn.out_proj",
+}
+
+
+def _resolve(root, path: str):
+    obj = root
+    for part in path.split("."):
+        obj = obj[int(part)] if part.isdigit() else getattr(obj, part)
+    return obj
+
+
+def output_projection(model, layer: int):
+    """The module whose input is layer `layer`'s concatenated head outputs (batch, seq, n_heads*d_head)."""
+    base = getattr(model, "base_model", model)
+    model_type = getattr(model.config, "model_type", "")
+    templates = [OUTPUT_PROJECTION[model_type]] if model_type in OUTPUT_PROJECTION else []
+    templates += [t for t in dict.fromkeys(OUTPUT_PROJECTION.values()) if t not in templates]
+    for template in templates:
+        for root in (base, model):
+            try:
+                return _resolve(root, template.format(i=layer))
+            except (AttributeError, IndexError, TypeError):
+                continue
+    raise BadInput(f"Ablation does not know where the attention output projection of a {model_type or 'this'} "
+                   "model lives, so its heads cannot be switched off.")
+
+
+def _in_width(module) -> int:
+    if hasattr(module, "in_features"):
+        return int(module.in_features)
+    weight = getattr(module, "weight", None)
+    if weight is not None and weight.ndim == 2:  # GPT-2 Conv1D stores (in, out)
+        return int(weight.shape[0])
+    raise BadInput("The attention output projection has no known input width.")
+
+
+def check_heads(heads, n_layers: int, n_heads: int) -> frozenset:
+    """Validated frozenset of (layer, head); every head at once is refused."""
+    out = set()
+    for item in heads:
+        try:
+            layer, head = (int(v) for v in item)
+        except (TypeError, ValueError):
+            raise BadInput(f"A head must be given as (layer, head), got {item!r}.") from None
+        if not (0 <= layer < n_layers and 0 <= head < n_heads):
+            raise BadInput(f"Head ({layer}, {head}) does not exist: this model has layers 0-{n_layers - 1} "
+                           f"and heads 0-{n_heads - 1}.")
+        out.add((layer, head))
+    if len(out) == n_layers * n_heads:
+        raise BadInput("You chose every head of every layer. With all attention switched off the model "
+                       "has nothing to compare against; leave at least one head on.")
+    return frozenset(out)
+
+
+@contextlib.contextmanager
+def ablate(model, heads, n_heads: int):
+    """Context manager: while open, the given (layer, head) pairs output zeros. Hold the model's
+    lock around it (the hooks affect every caller of the model)."""
+    by_layer: dict[int, list[int]] = {}
+    for layer, head in heads:
+        by_layer.setdefault(layer, []).append(head)
+    handles = []
+    try:
+        for layer, hs in by_layer.items():
+            proj = output_projection(model, layer)
+            d_head = _in_width(proj) // n_heads
+            handles.append(proj.register_forward_pre_hook(_zero_heads(sorted(hs), n_heads, d_head)))
+        yield
+    finally:
+        for h in handles:
+            h.remove()
+
+
+def _zero_heads(heads: list[int], n_heads: int, d_head: int):
+    def hook(module, args):
+        x = args[0].clone()  # (batch, seq, n_heads * d_head)
+        x.view(*x.shape[:-1], n_heads, d_head)[..., heads, :] = 0
+        return (x,) + tuple(args[1:])
+    return hook
+
+
+@dataclass(frozen=True)
+class AblationRun:
+    """What one forward pass (with or without ablated heads) produced."""
+
+    heads: frozenset  # {(layer, head)} switched off
+    attention: np.ndarray | None  # float32 (layer, head, n, n), the (encoder's) self-attention
+    embedding: np.ndarray  # float32 (d_model,): masked mean of the last hidden states, L2-normalised
+    next_probs: np.ndarray | None  # float32 (vocab,): next-token probabilities after the text (causal LM)
+    argmax: np.ndarray | None  # int (n,): predicted token after each position (LM) / at each position (MLM)
+    masked_probs: dict  # MLM only: position of a mask token -> float32 (vocab,) probabilities
+
+
+def run(loaded, result, heads=frozenset(), *, with_attention: bool = True) -> AblationRun:
+    """Forward pass of `loaded` on `result`'s tokens with `heads` ({(layer, head)}) switched off.
+    with_attention=False skips returning the attention (faster; `attention` is then None)."""
+    import torch
+
+    facts = loaded.facts
+    heads = check_heads(heads, result.n_layers, result.n_heads) if heads else frozenset()
+    model = loaded.model
+    ids = torch.tensor([list(result.token_ids)])
+    inputs = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
+    if facts.kind == "encoder-decoder":
+        model = model.get_encoder()
+    elif facts.kind == "encoder" and "token_type_ids" in inspect.signature(model.forward).parameters:
+        inputs["token_type_ids"] = torch.tensor([np.asarray(result.segment_ids).tolist()])
+    with loaded.lock, torch.inference_mode(), ablate(loaded.model, heads, result.n_heads):
+        out = model(**inputs, output_attentions=with_attention, output_hidden_states=True, return_dict=True)
+    attention = np.stack([a[0].float().numpy() for a in out.attentions]) if with_attention else None
+    last = out.last_hidden_state if getattr(out, "last_hidden_state", None) is not None else out.hidden_states[-1]
+    emb = last[0].float().mean(dim=0)  # one sentence, no padding: the masked mean is the plain mean
+    emb = (emb / emb.norm().clamp_min(1e-12)).numpy()
+    next_probs = argmax = None
+    masked = {}
+    logits = getattr(out, "logits", None)
+    if logits is not None and facts.kind != "encoder-decoder":
+        logits = logits[0].float()
+        argmax = logits.argmax(dim=-1).numpy()
+        if facts.causal:
+            next_probs = torch.softmax(logits[-1], dim=-1).numpy()
+        else:
+            mask_id = getattr(loaded.tokenizer, "mask_token_id", None)
+            for pos in [i for i, t in enumerate(result.token_ids) if mask_id is not None and t == mask_id]:
+                masked[pos] = torch.softmax(logits[pos], dim=-1).numpy()
+    return AblationRun(heads, attention, emb.astype(np.float32), next_probs, argmax, masked)
+
+
+def ablated_result(result, ablation: AblationRun):
+    """The AttentionResult of the ablated model: its attention, marked with the ablated heads."""
+    return replace(result, attention=ablation.attention, ablated=ablation.heads)
+
+
+def cosine_distance(a: np.ndarray, b: np.ndarray) -> float:
+    """1 - cos(a, b) for two vectors (d,)."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    denom = np.linalg.norm(a) * np.linalg.norm(b)
+    if denom == 0:
+        raise BadInput("A zero vector has no direction to compare.")
+    return float(1.0 - a @ b / denom)
+
+
+def kl_divergence(p: np.ndarray, q: np.ndarray, eps: float = 1e-12) -> float:
+    """KL(p || q) in nats for two probability vectors (vocab,)."""
+    p, q = np.asarray(p, dtype=np.float64), np.asarray(q, dtype=np.float64)
+    return float(np.sum(p * (np.log(p + eps) - np.log(q + eps))))
+
+
+def attention_change(base: np.ndarray, other: np.ndarray) -> np.ndarray:
+    """(layer,) mean total-variation distance between the rows of two (layer, head, n, n) stacks:
+    0 = identical, 1 = disjoint."""
+    if base.shape != other.shape:
+        raise BadInput(f"attention shapes differ: {base.shape} vs {other.shape}")
+    return 0.5 * np.abs(base - other).sum(axis=-1).mean(axis=(1, 2))
+
+
+def effect(base: AblationRun, other: AblationRun) -> float:
+    """One number for how much the ablation changed the output: KL of the next-token
+    distribution (causal LM), mean KL at the mask tokens (MLM with [MASK] in the text),
+    else the cosine distance of the sentence embeddings."""
+    if base.next_probs is not None and other.next_probs is not None:
+        return kl_divergence(base.next_probs, other.next_probs)
+    if base.masked_probs and other.masked_probs:
+        return float(np.mean([kl_divergence(base.masked_probs[k], other.masked_probs[k]) for k in base.masked_probs]))
+    return cosine_distance(base.embedding, other.embedding)
+
+
+def effect_name(base: AblationRun) -> str:
+    if base.next_probs is not None:
+        return "KL divergence of the next-token distribution (nats)"
+    if base.masked_probs:
+        return "mean KL divergence at the mask tokens (nats)"
+    return "cosine distance of the sentence embedding"
+
+
+def rank_heads(loaded, result, base: AblationRun | None = None,
+               progress: Callable[[int, int], None] | None = None) -> np.ndarray:
+    """(layer, head) effect of switching off each head alone; progress(done, total) after each."""
+    base = base or run(loaded, result)
+    n_layers, n_heads = result.n_layers, result.n_heads
+    out = np.zeros((n_layers, n_heads), dtype=np.float32)
+    total = n_layers * n_heads
+    for k in range(total):
+        layer, head = divmod(k, n_heads)
+        out[layer, head] = effect(base, run(loaded, result, {(layer, head)}, with_attention=False))
+        if progress:
+            progress(k + 1, total)
+    return out
+
+
+def top_tokens(probs: np.ndarray, tokenizer, k: int = 5) -> list[tuple[str, float]]:
+    """The k most probable tokens of a (vocab,) distribution: [(token, probability)]."""
+    idx = np.argsort(-probs)[:k]
+    return [(tokenizer.decode([int(i)]).strip() or repr(tokenizer.convert_ids_to_tokens(int(i))), float(probs[i]))
+            for i in idx]

@@ -1,0 +1,41 @@
+"""Bench figure analysis_ratio_512: entropy + rollout + role scores vs one eager forward pass."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from attnviz.metrics.analysis import analyse
+
+
+def _median_time(fn, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+def figures(quick: bool = False) -> dict[str, float]:
+    import torch
+
+    from attnviz.examples import long_text
+    from attnviz.extract import extract
+    from attnviz.models import load_model
+
+    loaded = load_model("minilm")
+    result = extract(loaded, long_text(), max_tokens=512)
+    ids = torch.tensor([list(result.token_ids)])
+    inputs = {"input_ids": ids, "attention_mask": torch.ones_like(ids),
+              "token_type_ids": torch.tensor([np.asarray(result.segment_ids).tolist()])}
+
+    def forward():
+        with loaded.lock, torch.inference_mode():
+            loaded.model(**inputs, output_attentions=True, return_dict=True)
+
+    repeats = 3 if quick else 7
+    forward(), analyse(result)  # warm up
+    t_forward = _median_time(forward, repeats)
+    t_analysis = _median_time(lambda: analyse(result), repeats)
+    return {"analysis_ratio_512": t_analysis / t_forward}

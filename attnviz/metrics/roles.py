@@ -1,0 +1,172 @@
+"""Head role scores (Clark et al. 2019 style): [CLS], [SEP], self, previous, next, broad, punctuation, sink."""
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass
+
+import numpy as np
+
+from attnviz.errors import BadInput
+from attnviz.metrics.entropy import padding_mask, row_entropy
+
+# role key -> (short label, definition shown on the page). Order = tie-break order.
+ROLES: dict[str, tuple[str, str]] = {
+    "cls": ("attends to [CLS]", "mean over queries of the weight on the [CLS]-like first special token "
+            "([CLS], <s>, BOS); undefined when the input has none"),
+    "sep": ("attends to [SEP]", "mean over queries of the total weight on the other special tokens "
+            "([SEP], </s>, EOS); undefined when there are none"),
+    "self": ("self", "mean over queries i of the weight on key i (the diagonal)"),
+    "prev": ("previous token", "mean over queries i >= 1 of the weight on key i - 1"),
+    "next": ("next token", "mean over queries i <= n - 2 of the weight on key i + 1; undefined for "
+             "causal models, which cannot look ahead"),
+    "broad": ("broad", "mean normalised entropy of the rows (1 = uniform over all keys it may see)"),
+    "punct": ("punctuation", "mean over queries of the total weight on punctuation tokens "
+              "(. , ; ! ? …); undefined when the text has none"),
+    "first": ("first-token sink", "mean over queries of the weight on position 0, whatever token it is"),
+}
+ROLE_KEYS = tuple(ROLES)
+
+
+@dataclass(frozen=True)
+class RoleScores:
+    """Role scores of every head; nan where a role is undefined for the input."""
+
+    scores: np.ndarray  # float32 (role, layer, head), roles in ROLE_KEYS order
+    n_inputs: int = 1  # how many inputs were averaged
+
+    def __getitem__(self, role: str) -> np.ndarray:
+        return self.scores[ROLE_KEYS.index(role)]
+
+
+def is_punctuation(token: str) -> bool:
+    """True for a token made only of punctuation characters (after dropping '##')."""
+    t = token[2:] if token.startswith("##") else token
+    return bool(t) and all(unicodedata.category(c).startswith("P") for c in t)
+
+
+def role_positions(tokens, special_mask) -> dict[str, np.ndarray]:
+    """bool (seq_len,) masks of the positions the 'cls', 'sep' and 'punct' roles look at."""
+    special = np.asarray(special_mask, dtype=bool)
+    n = len(tokens)
+    pad = padding_mask(tokens, special)
+    cls = np.zeros(n, dtype=bool)
+    if n and special[0] and not pad[0]:
+        cls[0] = True
+    sep = special & ~pad & ~cls
+    punct = np.array([not s and is_punctuation(t) for t, s in zip(tokens, special)], dtype=bool)
+    return {"cls": cls, "sep": sep, "punct": punct}
+
+
+def role_scores(attention: np.ndarray, tokens, special_mask, *, causal: bool = False,
+                normalised_entropy: np.ndarray | None = None) -> RoleScores:
+    """Role scores for every head of one input.
+
+    attention: (layer, head, n, n); tokens, special_mask: length n.
+    normalised_entropy: optional (layer, head, n) from entropy.row_entropy, reused when given.
+    Scores are means over the non-padding query rows; each lies in [0, 1].
+    """
+    att = np.asarray(attention)
+    if att.ndim != 4 or att.shape[2] != att.shape[3]:
+        raise BadInput(f"attention must be (layer, head, n, n), got shape {att.shape}")
+    n_layers, n_heads, n, _ = att.shape
+    if len(tokens) != n or len(special_mask) != n:
+        raise BadInput(f"{len(tokens)} tokens for {n} attention positions")
+    reader = RoleReader(tokens, special_mask, causal=causal)
+    out = np.full((len(ROLE_KEYS), n_layers, n_heads), np.nan, dtype=np.float32)
+    for layer in range(n_layers):
+        for head in range(n_heads):  # one (n, n) matrix at a time: it stays in cache
+            out[:, layer, head] = reader.head(att[layer, head])
+    q = reader.q
+    idx = {role: ROLE_KEYS.index(role) for role in ROLE_KEYS}
+    if normalised_entropy is None:
+        allowed = np.tril(np.ones((n, n), dtype=bool)) if causal else None
+        _, normalised_entropy = row_entropy(att, allowed)
+    out[idx["broad"]] = np.asarray(normalised_entropy)[..., q].mean(axis=-1)
+    return RoleScores(out)
+
+
+class RoleReader:
+    """Reads every role score except 'broad' from one head's (n, n) matrix; built once per input."""
+
+    def __init__(self, tokens, special_mask, *, causal: bool = False):
+        n = len(tokens)
+        pos = role_positions(tokens, special_mask)
+        self.q = np.flatnonzero(~padding_mask(tokens, special_mask))  # valid query rows
+        self.all_rows = self.q.size == n
+        self.groups = [(ROLE_KEYS.index(r), np.flatnonzero(pos[r]).size)
+                       for r in ("cls", "sep", "punct") if pos[r].any()]
+        # every key column a role reads: position 0 first, then each group's columns
+        self.cols = np.concatenate([np.array([0])] + [np.flatnonzero(pos[r]) for r in ("cls", "sep", "punct")
+                                                      if pos[r].any()])
+        self.qp = self.q[self.q >= 1]  # queries that have a previous token
+        self.qn = self.q[self.q <= n - 2] if not causal else self.q[:0]  # ... a next token
+        self.idx = {role: ROLE_KEYS.index(role) for role in ROLE_KEYS}
+
+    def head(self, m: np.ndarray) -> np.ndarray:
+        """float32 (role,) scores of one head (nan for undefined roles and 'broad')."""
+        out = np.full(len(ROLE_KEYS), np.nan, dtype=np.float32)
+        sub = m.take(self.cols, axis=1)  # (query, role column)
+        if not self.all_rows:
+            sub = sub[self.q]
+        out[self.idx["first"]] = sub[:, 0].mean()
+        start = 1
+        for i, width in self.groups:
+            out[i] = sub[:, start:start + width].sum(axis=1).mean()
+            start += width
+        if self.all_rows:
+            out[self.idx["self"]] = np.diagonal(m).mean()
+            if self.qp.size:
+                out[self.idx["prev"]] = np.diagonal(m, -1).mean()
+            if self.qn.size:
+                out[self.idx["next"]] = np.diagonal(m, 1).mean()
+        else:
+            out[self.idx["self"]] = m[self.q, self.q].mean()
+            if self.qp.size:
+                out[self.idx["prev"]] = m[self.qp, self.qp - 1].mean()
+            if self.qn.size:
+                out[self.idx["next"]] = m[self.qn, self.qn + 1].mean()
+        return out
+
+
+def result_role_scores(result, normalised_entropy: np.ndarray | None = None) -> RoleScores:
+    """role_scores() of an AttentionResult's (self-)attention."""
+    return role_scores(result.attention, result.tokens, result.special_mask,
+                       causal=result.facts.causal, normalised_entropy=normalised_entropy)
+
+
+def average_scores(items: list[RoleScores]) -> RoleScores:
+    """Mean of several inputs' scores, per role and head, over the inputs where it is defined."""
+    if not items:
+        raise BadInput("No inputs to average role scores over.")
+    shapes = {s.scores.shape for s in items}
+    if len(shapes) != 1:
+        raise BadInput("Role scores come from models with different numbers of layers or heads.")
+    stack = np.stack([s.scores for s in items])
+    defined = ~np.isnan(stack)
+    total = np.where(defined, stack, 0).sum(axis=0)
+    count = defined.sum(axis=0)
+    mean = np.divide(total, count, out=np.full(total.shape, np.nan, dtype=np.float32), where=count > 0)
+    return RoleScores(mean.astype(np.float32), n_inputs=sum(s.n_inputs for s in items))
+
+
+def strongest_role(scores: RoleScores, min_score: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """(role index (layer, head) int, its score): the highest defined score of each head;
+    -1 where every score is below min_score (no clear role). Ties go to the earlier role."""
+    s = np.where(np.isnan(scores.scores), -np.inf, scores.scores)
+    best = s.argmax(axis=0)
+    value = np.take_along_axis(s, best[None], axis=0)[0]
+    best = np.where(value >= min_score, best, -1)
+    return best, np.where(np.isfinite(value), value, np.nan).astype(np.float32)
+
+
+def top_heads(scores: RoleScores, role: str, k: int = 5) -> list[tuple[int, int, float]]:
+    """The k heads with the highest score for a role: [(layer, head, score)], best first."""
+    if role not in ROLES:
+        raise BadInput(f"Unknown role {role!r}.")
+    vals = scores[role]
+    if np.isnan(vals).all():
+        return []
+    flat = np.where(np.isnan(vals), -np.inf, vals).reshape(-1)
+    order = np.argsort(-flat, kind="stable")[:k]
+    n_heads = vals.shape[1]
+    return [(int(i // n_heads), int(i % n_heads), float(flat[i])) for i in order if np.isfinite(flat[i])]

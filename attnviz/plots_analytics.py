@@ -1,0 +1,184 @@
+"""Plotly figure builders for the head-analytics pages: head grids, matrices, token bars, role maps."""
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+# Largest matrix side sent as is; longer inputs are block-averaged down to at most this.
+MAX_MATRIX_SIDE = 192
+# Most tick labels per axis before labels are thinned out.
+MAX_TICKS = 48
+ROLE_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
+NO_ROLE_COLOUR = "#d9d9d9"
+
+
+def _ticks(labels, positions=None, max_ticks: int = MAX_TICKS):
+    """(tickvals, ticktext) at integer positions, thinned to at most max_ticks labels."""
+    n = len(labels)
+    positions = np.arange(n) if positions is None else np.asarray(positions)
+    step = max(1, int(np.ceil(n / max_ticks)))
+    idx = np.arange(0, n, step)
+    return positions[idx].tolist(), [str(labels[i]) for i in idx]
+
+
+def head_grid(values: np.ndarray, *, title: str, colorbar: str, zmin=None, zmax=None,
+              colorscale: str = "Viridis", fmt: str = ".3f", hover_extra: np.ndarray | None = None,
+              ablated=frozenset(), selected: tuple[int, int] | None = None) -> go.Figure:
+    """layers x heads heatmap of one value per head (values: (layer, head)); transparent markers
+    at the cell centres carry customdata (layer, head) so a click selects the head."""
+    values = np.asarray(values, dtype=float)
+    n_layers, n_heads = values.shape
+    layer, head = np.meshgrid(np.arange(n_layers), np.arange(n_heads), indexing="ij")
+    fig = go.Figure(go.Heatmap(z=values, x=np.arange(n_heads), y=np.arange(n_layers), zmin=zmin, zmax=zmax,
+                               colorscale=colorscale, colorbar=dict(title=colorbar), hoverinfo="skip",
+                               xgap=1, ygap=1))
+    extra = hover_extra.ravel() if hover_extra is not None else np.full(values.size, "")
+    text = [f"layer {l}, head {h}<br>{colorbar}: {v:{fmt}}{('<br>' + e) if e else ''}"
+            + ("<br><b>ablated</b>" if (l, h) in ablated else "")
+            for l, h, v, e in zip(layer.ravel(), head.ravel(), values.ravel(), extra)]
+    fig.add_trace(go.Scatter(
+        x=head.ravel(), y=layer.ravel(), mode="markers", customdata=np.stack([layer.ravel(), head.ravel()], 1),
+        marker=dict(size=max(10, min(28, 480 // max(n_heads, n_layers))), color="rgba(0,0,0,0)", symbol="square"),
+        text=text, hovertemplate="%{text}<br><i>click to open this head</i><extra></extra>",
+        showlegend=False, name="heads"))
+    if ablated:
+        al, ah = zip(*sorted(ablated))
+        fig.add_trace(go.Scatter(x=list(ah), y=list(al), mode="markers", name="ablated", hoverinfo="skip",
+                                 marker=dict(symbol="x-thin", size=14, line=dict(width=3, color="red")),
+                                 showlegend=False))
+    if selected is not None:
+        fig.add_shape(type="rect", x0=selected[1] - 0.5, x1=selected[1] + 0.5, y0=selected[0] - 0.5,
+                      y1=selected[0] + 0.5, line=dict(color="white", width=3))
+    fig.update_layout(
+        title=title, height=max(280, 36 * n_layers + 120), margin=dict(l=60, r=20, t=50, b=50),
+        xaxis=dict(title="head", tickmode="array", tickvals=list(range(n_heads)), range=[-0.5, n_heads - 0.5],
+                   showgrid=False, zeroline=False),
+        yaxis=dict(title="layer", tickmode="array", tickvals=list(range(n_layers)), autorange="reversed",
+                   showgrid=False, zeroline=False),
+        hovermode="closest", hoverdistance=40, clickmode="event+select", dragmode=False,
+    )
+    return fig
+
+
+def block_mean(m: np.ndarray, max_side: int = MAX_MATRIX_SIDE) -> tuple[np.ndarray, int]:
+    """(downsampled matrix, factor): averages factor x factor blocks so no side exceeds max_side."""
+    m = np.asarray(m, dtype=np.float32)
+    factor = int(np.ceil(max(m.shape) / max_side))
+    if factor <= 1:
+        return m, 1
+    r, c = (int(np.ceil(s / factor)) * factor for s in m.shape)
+    padded = np.full((r, c), np.nan, dtype=np.float32)
+    padded[:m.shape[0], :m.shape[1]] = m
+    blocks = padded.reshape(r // factor, factor, c // factor, factor)
+    return np.nanmean(blocks, axis=(1, 3)), factor
+
+
+def matrix_heatmap(m: np.ndarray, row_labels, col_labels, *, title: str, zmin=None, zmax=None,
+                   colorscale: str = "Viridis", zmid=None, colorbar: str = "weight", height: int | None = None,
+                   xtitle: str = "key (attended to)", ytitle: str = "query (attending)") -> go.Figure:
+    """A (rows, cols) matrix at integer positions with token tick labels; long inputs are
+    block-averaged to MAX_MATRIX_SIDE (the title says so)."""
+    small, factor = block_mean(m)
+    n_r, n_c = small.shape
+    rows = np.arange(n_r) * factor
+    cols = np.arange(n_c) * factor
+    rl = [f"{row_labels[i]} ({i})" if factor == 1 else f"{i}-{min(i + factor, len(row_labels)) - 1}" for i in rows]
+    cl = [f"{col_labels[j]} ({j})" if factor == 1 else f"{j}-{min(j + factor, len(col_labels)) - 1}" for j in cols]
+    if factor > 1:
+        title += f" · {factor}x{factor} blocks averaged ({len(row_labels)} tokens)"
+    hover = np.array([[f"{ytitle.split(' ')[0]} {a}<br>{xtitle.split(' ')[0]} {b}" for b in cl] for a in rl])
+    fig = go.Figure(go.Heatmap(
+        z=np.round(small, 4), x=np.arange(n_c), y=np.arange(n_r), zmin=zmin, zmax=zmax, zmid=zmid,
+        colorscale=colorscale, colorbar=dict(title=colorbar), text=hover,
+        hovertemplate="%{text}<br>" + colorbar + ": %{z:.4f}<extra></extra>"))
+    if factor == 1:
+        xv, xt = _ticks(col_labels)
+        yv, yt = _ticks(row_labels)
+    else:
+        xv, xt = _ticks(cl, np.arange(n_c), 16)
+        yv, yt = _ticks(rl, np.arange(n_r), 16)
+    side = height or int(min(640, max(320, 18 * n_r + 140)))
+    fig.update_layout(title=title, height=side, margin=dict(l=90, r=20, t=60, b=90),
+                      xaxis=dict(title=xtitle, tickmode="array", tickvals=xv, ticktext=xt, tickangle=-60,
+                                 constrain="domain"),
+                      yaxis=dict(title=ytitle, tickmode="array", tickvals=yv, ticktext=yt, autorange="reversed",
+                                 scaleanchor="x", constrain="domain"))
+    return fig
+
+
+def token_bars(values: np.ndarray, tokens, *, title: str, ytitle: str, highlight: int | None = None,
+               fmt: str = ".3f", special_mask=None) -> go.Figure:
+    """One bar per token position (values: (seq_len,)), tokens as tick labels at integer positions."""
+    values = np.asarray(values, dtype=float)
+    n = len(values)
+    colours = np.full(n, "#4c78a8", dtype=object)
+    if special_mask is not None:
+        colours[np.asarray(special_mask, dtype=bool)] = "#9ecae9"
+    if highlight is not None and 0 <= highlight < n:
+        colours[highlight] = "#e45756"
+    fig = go.Figure(go.Bar(
+        x=np.arange(n), y=values, marker_color=list(colours),
+        customdata=[f"{t} ({i})" for i, t in enumerate(tokens)],
+        hovertemplate="%{customdata}<br>" + ytitle + ": %{y:" + fmt + "}<extra></extra>"))
+    xv, xt = _ticks(tokens, max_ticks=64)
+    fig.update_layout(title=title, height=340, margin=dict(l=60, r=20, t=50, b=90), bargap=0.15,
+                      xaxis=dict(tickmode="array", tickvals=xv, ticktext=xt, tickangle=-60, title="token"),
+                      yaxis=dict(title=ytitle))
+    return fig
+
+
+def role_map(best: np.ndarray, best_score: np.ndarray, scores: np.ndarray, role_labels: list[str], *,
+             title: str, ablated=frozenset()) -> go.Figure:
+    """layers x heads map coloured by each head's strongest role (best: (layer, head) index, -1 =
+    none); scores (role, layer, head) all shown on hover."""
+    n_roles = len(role_labels)
+    n_layers, n_heads = best.shape
+    # discrete colour scale: value k (0..n_roles) -> colour of role k-1, 0 = no clear role
+    colours = [NO_ROLE_COLOUR] + ROLE_COLOURS[:n_roles]
+    scale = []
+    for k, colour in enumerate(colours):
+        scale += [[k / len(colours), colour], [(k + 1) / len(colours), colour]]
+    z = best + 1
+    lines = []
+    for l in range(n_layers):
+        for h in range(n_heads):
+            parts = [f"{role_labels[r]}: {'n/a' if np.isnan(scores[r, l, h]) else format(scores[r, l, h], '.2f')}"
+                     for r in range(n_roles)]
+            head = role_labels[best[l, h]] if best[l, h] >= 0 else "no clear role"
+            lines.append(f"layer {l}, head {h}: <b>{head}</b><br>" + "<br>".join(parts)
+                         + ("<br><b>ablated</b>" if (l, h) in ablated else ""))
+    layer, head = np.meshgrid(np.arange(n_layers), np.arange(n_heads), indexing="ij")
+    fig = go.Figure(go.Heatmap(
+        z=z, x=np.arange(n_heads), y=np.arange(n_layers), zmin=-0.5, zmax=len(colours) - 0.5,
+        colorscale=scale, showscale=False, hoverinfo="skip", xgap=2, ygap=2))
+    labels = np.where(np.isnan(best_score), "", np.char.mod("%.2f", np.nan_to_num(best_score)))
+    fig.add_trace(go.Scatter(
+        x=head.ravel(), y=layer.ravel(), mode="markers+text", text=labels.ravel(), textfont=dict(size=11),
+        customdata=np.stack([layer.ravel(), head.ravel()], 1), hovertext=lines,
+        marker=dict(size=max(10, min(28, 480 // max(n_heads, n_layers))), color="rgba(0,0,0,0)", symbol="square"),
+        hovertemplate="%{hovertext}<br><i>click to open this head</i><extra></extra>", showlegend=False))
+    for k, label in enumerate(["no clear role"] + list(role_labels)):
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=label,
+                                 marker=dict(size=12, symbol="square", color=colours[k])))
+    if ablated:
+        al, ah = zip(*sorted(ablated))
+        fig.add_trace(go.Scatter(x=list(ah), y=list(al), mode="markers", name="ablated", hoverinfo="skip",
+                                 marker=dict(symbol="x-thin", size=14, line=dict(width=3, color="black"))))
+    fig.update_layout(
+        title=title, height=max(320, 40 * n_layers + 140), margin=dict(l=60, r=20, t=50, b=40),
+        xaxis=dict(title="head", tickmode="array", tickvals=list(range(n_heads)), showgrid=False, zeroline=False),
+        yaxis=dict(title="layer", tickmode="array", tickvals=list(range(n_layers)), autorange="reversed",
+                   showgrid=False, zeroline=False),
+        legend=dict(orientation="v", x=1.02, y=1), hovermode="closest", hoverdistance=40, dragmode=False)
+    return fig
+
+
+def layer_lines(values: dict[str, np.ndarray], *, title: str, ytitle: str) -> go.Figure:
+    """One line per series over the layers (values: name -> (layer,))."""
+    fig = go.Figure()
+    for name, v in values.items():
+        fig.add_trace(go.Scatter(x=np.arange(len(v)), y=np.asarray(v, dtype=float), mode="lines+markers", name=name,
+                                 hovertemplate="layer %{x}: %{y:.4f}<extra>" + name + "</extra>"))
+    fig.update_layout(title=title, height=320, margin=dict(l=60, r=20, t=50, b=50),
+                      xaxis=dict(title="layer", dtick=1), yaxis=dict(title=ytitle))
+    return fig

@@ -1,0 +1,139 @@
+"""Plotly figure builders for the positional-encoding page: numpy in, go.Figure out."""
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from attnviz.errors import BadInput
+
+MAX_CELLS_SIDE = 256  # a heatmap shows at most this many rows and columns (block means beyond)
+FONT = dict(size=14)
+COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
+
+
+def pool(matrix: np.ndarray, max_rows: int = MAX_CELLS_SIDE, max_cols: int = MAX_CELLS_SIDE):
+    """Block-average a (n_rows, n_cols) matrix so that it has at most max_rows x max_cols cells.
+
+    Returns (pooled float32, row_starts, col_starts, (row_block, col_block)): row_starts[i] is
+    the first original row in block i. Blocks are 1 x 1 (no change) when the matrix is small.
+    """
+    m = np.asarray(matrix, dtype=np.float64)
+    if m.ndim != 2:
+        raise BadInput(f"Expected a 2-D matrix, got shape {m.shape}.")
+    br = max(1, int(np.ceil(m.shape[0] / max_rows)))
+    bc = max(1, int(np.ceil(m.shape[1] / max_cols)))
+    nr, nc = int(np.ceil(m.shape[0] / br)), int(np.ceil(m.shape[1] / bc))
+    padded = np.full((nr * br, nc * bc), np.nan)
+    padded[: m.shape[0], : m.shape[1]] = m
+    pooled = np.nanmean(padded.reshape(nr, br, nc, bc), axis=(1, 3))
+    return pooled.astype(np.float32), np.arange(nr) * br, np.arange(nc) * bc, (br, bc)
+
+
+def _layout(fig: go.Figure, title: str, height: int, **kw) -> go.Figure:
+    fig.update_layout(title=dict(text=title, font=dict(size=16)), height=height, font=FONT,
+                      margin=dict(l=10, r=10, t=50 if title else 10, b=10), **kw)
+    return fig
+
+
+def table_heatmap(matrix: np.ndarray, *, title: str, x_title: str, y_title: str, value_name: str = "value",
+                  colorscale: str = "RdBu", zmid: float | None = 0.0, height: int = 460,
+                  max_side: int = MAX_CELLS_SIDE, zmin=None, zmax=None, clip_percentile: float | None = None) -> go.Figure:
+    """One heatmap of a (rows, cols) table such as positions x dimensions, pooled to at most
+    max_side cells per axis; axes and hover show original indices (block starts when pooled).
+    clip_percentile: colour range +-(that percentile of |shown values|), so a few outliers do
+    not wash out the rest (hover still shows the true values)."""
+    pooled, rows, cols, (br, bc) = pool(matrix, max_side, max_side)
+    if clip_percentile is not None:
+        zmax = float(np.nanpercentile(np.abs(pooled), clip_percentile)) or None
+        zmin = -zmax if zmax else None
+    block = "" if br == bc == 1 else f"<br>(mean of a {br} x {bc} block)"
+    trace = go.Heatmap(z=pooled, x=cols, y=rows, colorscale=colorscale, zmid=zmid, zmin=zmin, zmax=zmax,
+                       colorbar=dict(title=value_name),
+                       hovertemplate=f"{y_title} %{{y}}<br>{x_title} %{{x}}<br>{value_name} %{{z:.4f}}{block}<extra></extra>")
+    fig = go.Figure(trace)
+    fig.update_yaxes(title=y_title, autorange="reversed")
+    fig.update_xaxes(title=x_title)
+    return _layout(fig, title, height)
+
+
+def lines(x: np.ndarray, series: dict[str, np.ndarray], *, title: str, x_title: str, y_title: str,
+          height: int = 380, bands: dict[str, np.ndarray] | None = None, dash: dict[str, str] | None = None) -> go.Figure:
+    """Line chart of several named series over a shared x; bands: name -> half-width (± shading)."""
+    fig = go.Figure()
+    x = np.asarray(x)
+    for i, (name, y) in enumerate(series.items()):
+        colour = COLOURS[i % len(COLOURS)]
+        y = np.asarray(y, dtype=np.float64)
+        if bands and name in bands:
+            w = np.asarray(bands[name], dtype=np.float64)
+            fig.add_trace(go.Scatter(x=np.concatenate([x, x[::-1]]), y=np.concatenate([y + w, (y - w)[::-1]]),
+                                     fill="toself", line=dict(width=0), fillcolor=colour, opacity=0.15,
+                                     hoverinfo="skip", showlegend=False))
+        fig.add_trace(go.Scatter(x=x, y=y, mode="lines", name=name,
+                                 line=dict(color=colour, width=2, dash=(dash or {}).get(name, "solid")),
+                                 hovertemplate=f"{x_title} %{{x}}<br>{name}: %{{y:.4f}}<extra></extra>"))
+    fig.update_xaxes(title=x_title)
+    fig.update_yaxes(title=y_title)
+    return _layout(fig, title, height, legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0))
+
+
+def token_heatmap(weights: np.ndarray, row_labels, col_labels, *, title: str, height: int = 420,
+                  zmax: float | None = None, value_name: str = "weight", colorscale: str = "Viridis",
+                  zmin: float | None = 0.0, zmid: float | None = None) -> go.Figure:
+    """(query, key) matrix at integer positions, labelled with tokens (repeats stay separate)."""
+    w = np.asarray(weights, dtype=np.float64)
+    n_r, n_c = w.shape
+    rl = [f"{i}: {t}" for i, t in enumerate(row_labels)]
+    cl = [f"{j}: {t}" for j, t in enumerate(col_labels)]
+    custom = np.empty((n_r, n_c, 2), dtype=object)
+    custom[:, :, 0] = np.array(rl, dtype=object)[:, None]
+    custom[:, :, 1] = np.array(cl, dtype=object)[None, :]
+    shown = np.where(np.isfinite(w), w, np.nan)
+    fig = go.Figure(go.Heatmap(z=shown.astype(np.float32), x=np.arange(n_c), y=np.arange(n_r), customdata=custom,
+                               colorscale=colorscale, zmin=zmin, zmax=zmax, zmid=zmid, colorbar=dict(title=value_name),
+                               hovertemplate=f"query %{{customdata[0]}}<br>key %{{customdata[1]}}<br>{value_name} %{{z:.4f}}<extra></extra>"))
+    step = max(1, int(np.ceil(max(n_r, n_c) / 40)))
+    fig.update_xaxes(title="key", tickmode="array", tickvals=list(range(0, n_c, step)),
+                     ticktext=[str(col_labels[j]) for j in range(0, n_c, step)], tickangle=-45)
+    fig.update_yaxes(title="query", tickmode="array", tickvals=list(range(0, n_r, step)),
+                     ticktext=[str(row_labels[i]) for i in range(0, n_r, step)], autorange="reversed")
+    return _layout(fig, title, height)
+
+
+def rotation_figure(angles: np.ndarray, thetas: np.ndarray, position: int, labels: list[str], height: int = 460) -> go.Figure:
+    """2-D pairs as unit arrows rotated by their angle (radians), with the arc travelled so far.
+
+    angles: (k,) current angle m*theta_i of each shown pair; thetas: (k,) theta_i per pair.
+    """
+    fig = go.Figure()
+    circle = np.linspace(0, 2 * np.pi, 181)
+    fig.add_trace(go.Scatter(x=np.cos(circle), y=np.sin(circle), mode="lines", line=dict(color="#ccc", width=1),
+                             hoverinfo="skip", showlegend=False))
+    for i, (a, th, name) in enumerate(zip(angles, thetas, labels)):
+        colour = COLOURS[i % len(COLOURS)]
+        radius = 1.0 - 0.12 * i  # nested so that overlapping arrows stay visible
+        travelled = min(float(a), 2 * np.pi)  # one full turn is enough to show the path
+        arc = np.linspace(0, travelled, max(2, int(60 * travelled / np.pi) + 2))
+        fig.add_trace(go.Scatter(x=radius * np.cos(arc), y=radius * np.sin(arc), mode="lines",
+                                 line=dict(color=colour, width=1, dash="dot"), hoverinfo="skip", showlegend=False))
+        fig.add_trace(go.Scatter(
+            x=[0, radius * np.cos(a)], y=[0, radius * np.sin(a)], mode="lines+markers", name=name,
+            line=dict(color=colour, width=3), marker=dict(size=[0, 11], color=colour),
+            hovertemplate=f"{name}<br>angle {position} x {th:.4g} = {a:.3f} rad "
+                          f"({np.degrees(a) % 360:.1f}° after whole turns)<extra></extra>"))
+    fig.update_xaxes(range=[-1.15, 1.15], zeroline=True, showgrid=False, title="first coordinate of the pair")
+    fig.update_yaxes(range=[-1.15, 1.15], scaleanchor="x", zeroline=True, showgrid=False, title="second coordinate")
+    return _layout(fig, f"Position m = {position}: each pair turned by m·θ_i", height,
+                   legend=dict(x=1.02, y=1, font=dict(size=13)))
+
+
+def bars(labels, values, *, title: str, y_title: str, text=None, height: int = 340, log_y: bool = False) -> go.Figure:
+    fig = go.Figure(go.Bar(x=list(labels), y=values, text=text, textposition="outside",
+                           hovertemplate="%{x}<br>" + y_title + " %{y:.6g}<extra></extra>", marker_color=COLOURS[0]))
+    fig.update_yaxes(title=y_title, type="log" if log_y else "linear")
+    return _layout(fig, title, height)
+
+
+def figure_bytes(fig: go.Figure) -> int:
+    """Size of the figure's JSON, which is what Streamlit sends to the browser."""
+    return len(fig.to_json())

@@ -1,0 +1,80 @@
+"""Compare page: two sentences, or two models with the same tokenizer, and their attention difference."""
+import streamlit as st
+
+from attnviz.errors import AttnvizError
+from attnviz.metrics.compare import check_same_length, check_same_tokens, difference, head_distance
+from attnviz.models.registry import DEFAULT_MODEL, PACKAGED, package_dir
+from attnviz.plots_analytics import head_grid, matrix_heatmap
+from attnviz.ui import analytics_widgets as aw
+from attnviz.ui.cache import get_model, get_result
+from attnviz.ui.sidebar import require_result
+
+st.title("Compare attention")
+st.markdown(
+    "Lay two attention maps on top of each other. **Two sentences**: the same model reads two texts that "
+    "split into the same number of tokens (swap one word), so you can see which heads react to the change. "
+    "**Two models**: two models with the same tokenizer read the sidebar's text. The difference map is "
+    "A − B: red where A attends more, blue where B does."
+)
+
+result_a = require_result()
+key_a, text_a, pair_a = aw.sidebar_inputs()
+mode = st.radio("Compare", ["Two sentences", "Two models"], horizontal=True, key="cmp_mode")
+
+try:
+    if mode == "Two sentences":
+        st.session_state.setdefault("cmp_text_b", "The dog sat on the mat because it was tired.")
+        st.markdown(f"**A** (from the sidebar): {result_a.text}")
+        text_b = st.text_input("**B**: a second sentence with the same number of tokens", key="cmp_text_b")
+        result_b = get_result(key_a, text_b, None, None)
+        check_same_length(result_a, result_b)
+        name_a, name_b = "A: " + key_a, "B: " + key_a
+    else:
+        packaged = [k for k, s in PACKAGED.items() if package_dir(s.package)]
+        choice = st.selectbox("Model B", packaged + ["other"], key="cmp_model_pick",
+                              format_func=lambda k: "Other: a hub id or folder…" if k == "other" else k)
+        key_b = st.text_input("Hub id or folder for model B", key="cmp_model_b") if choice == "other" else choice
+        if not key_b:
+            st.info("Type a hub id or folder for model B.")
+            st.stop()
+        with st.spinner(f"Loading {key_b}…"):
+            get_model(key_b)
+            result_b = get_result(key_b, text_a, pair_a, None)
+        check_same_tokens(result_a, result_b)
+        name_a, name_b = "A: " + key_a, "B: " + key_b
+        if key_b == key_a:
+            st.caption(f"Both sides are {key_a}, so the difference is zero: pick another model with the same "
+                       f"tokenizer (for {DEFAULT_MODEL}, any BERT-uncased model folder or hub id).")
+except AttnvizError as e:
+    st.warning(str(e))
+    st.stop()
+
+tokens_a, tokens_b = result_a.tokens, result_b.tokens
+layer, head = aw.head_selectors("cmp", min(result_a.n_layers, result_b.n_layers),
+                                min(result_a.n_heads, result_b.n_heads))
+ma, mb = result_a.attention[layer, head], result_b.attention[layer, head]
+c1, c2, c3 = st.columns(3)
+with c1:
+    st.plotly_chart(matrix_heatmap(ma, tokens_a, tokens_a, title=f"{name_a} · L{layer} H{head}", zmin=0.0, zmax=1.0,
+                                   colorscale="Blues"), width="stretch", key="cmp_a")
+with c2:
+    st.plotly_chart(matrix_heatmap(mb, tokens_b, tokens_b, title=f"{name_b} · L{layer} H{head}", zmin=0.0, zmax=1.0,
+                                   colorscale="Blues"), width="stretch", key="cmp_b")
+with c3:
+    diff = difference(ma, mb)
+    lim = max(float(abs(diff).max()), 1e-6)
+    labels = [a if a == b else f"{a}/{b}" for a, b in zip(tokens_a, tokens_b)]
+    st.plotly_chart(matrix_heatmap(diff, labels, labels, title="A − B", zmin=-lim, zmax=lim, zmid=0.0,
+                                   colorscale="RdBu_r", colorbar="A − B"), width="stretch", key="cmp_diff")
+st.caption("Tokens that differ between A and B are labelled 'a/b' in the difference map.")
+
+if result_a.attention.shape[:2] == result_b.attention.shape[:2]:
+    dist = head_distance(result_a, result_b)
+    fig = head_grid(dist, title="How differently each head attends (mean row distance, 0 = same, 1 = disjoint)",
+                    colorbar="distance", zmin=0.0, colorscale="Magma", fmt=".4f", ablated=aw.ablated_heads(),
+                    selected=(layer, head))
+    st.caption("Click a head to open it on the heatmap page (for the sidebar's text).")
+    aw.clickable_head_grid(fig, "cmp_grid")
+else:
+    st.info(f"The models have different layer x head grids ({result_a.n_layers} x {result_a.n_heads} and "
+            f"{result_b.n_layers} x {result_b.n_heads}); only one head of each can be compared.")

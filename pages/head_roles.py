@@ -1,0 +1,72 @@
+"""Head roles page: what kind of pattern each head follows, scored per head."""
+import numpy as np
+import streamlit as st
+
+from attnviz.metrics.roles import ROLE_KEYS, ROLES, strongest_role, top_heads
+from attnviz.plots_analytics import role_map
+from attnviz.ui import analytics_widgets as aw
+from attnviz.ui.sidebar import require_result
+
+st.title("Head roles")
+st.markdown(
+    "Clark et al. (2019) found that many BERT heads follow simple, recognisable patterns: looking at the "
+    "previous or next token, at [CLS] or [SEP], at punctuation, or spreading out evenly. Each score below is "
+    "a number between 0 and 1 per head; a head's **strongest role** is its highest score. Scores on one "
+    "sentence are noisy, so by default they are **averaged over the example sentences** shipped with the app."
+)
+
+result = require_result()
+key, _, _ = aw.sidebar_inputs()
+ablated = aw.ablated_heads()
+n_examples = len(aw.examples())
+
+c1, c2 = st.columns([2, 1])
+scope = c1.radio("Scores from", [f"the {n_examples} example sentences (averaged)", "the current sentence"],
+                 horizontal=True, key="hr_scope")
+min_score = c2.slider("Minimum score for a role", 0.0, 1.0, 0.4, 0.05, key="hr_min",
+                      help="Heads whose best score is below this are shown grey: no clear role.")
+if scope.startswith("the current"):
+    scores = aw.analysis_of_sidebar().roles
+    where = f"the current sentence ({result.seq_len} tokens)"
+else:
+    scores = aw.corpus_role_scores(key)
+    if scores is None:
+        st.stop()
+    where = f"{scores.n_inputs} example sentences"
+
+labels = [ROLES[r][0] for r in ROLE_KEYS]
+best, best_score = strongest_role(scores, min_score)
+fig = role_map(best, best_score, scores.scores, labels, title=f"Strongest role of each head · {where}",
+               ablated=ablated)
+st.caption("The number in each cell is the head's best score. Hover for every score; click a cell to open "
+           "that head on the heatmap page.")
+aw.clickable_head_grid(fig, "hr_map")
+
+if result.tokens and result.tokens[0] in ("[CLS]", "<s>"):
+    st.info(f"In this model every input starts with {result.tokens[0]}, so 'attends to [CLS]' and "
+            "'first-token sink' measure the same column and give the same scores; the map shows it as "
+            "'attends to [CLS]'.")
+if result.facts.causal:
+    st.info("This is a causal model: a token cannot attend to the next one, so 'next token' is not defined. "
+            "Causal models often dump attention on the first token (an 'attention sink').")
+
+st.subheader("Top heads of each role")
+cols = st.columns(4)
+for i, role in enumerate(ROLE_KEYS):
+    tops = top_heads(scores, role, k=5)
+    with cols[i % 4]:
+        st.markdown(f"**{ROLES[role][0]}**")
+        if not tops:
+            st.caption("not defined for these inputs")
+        else:
+            st.markdown("\n".join(f"- layer {l}, head {h}: {v:.2f}" for l, h, v in tops))
+
+st.subheader("Definitions")
+st.markdown("\n".join(f"- **{label}**: {text}." for label, text in ROLES.values()))
+st.markdown("Scores are averaged over the query rows (padding left out); a role that needs tokens the "
+            "input lacks (no punctuation, no [SEP]) is 'n/a' for that input and averaged over the others.")
+
+with st.expander("All scores as a table"):
+    table = aw.head_table({ROLES[r][0]: scores[r] for r in ROLE_KEYS})
+    table.insert(2, "strongest role", [labels[b] if b >= 0 else "—" for b in best.ravel()])
+    st.dataframe(table, hide_index=True, width="stretch")

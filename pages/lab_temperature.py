@@ -1,0 +1,110 @@
+"""Lab 3: temperature, from soft averaging to a hard dictionary lookup."""
+import numpy as np
+import streamlit as st
+
+from attnviz.attention import attention_steps
+from attnviz.errors import BadInput
+from attnviz.lab import lookup as lk
+from attnviz.lab import worked_example as ex
+from attnviz.lab.figures import bars, lines, matrix_heatmap
+from attnviz.lab.matrix_text import format_number
+from attnviz.ui.lab_widgets import lab_header, lecture_nav, matrix_input, show_figure
+
+PAGE = "pages/lab_temperature.py"
+lab_header(PAGE, """
+Divide the scores by a **temperature T** before the softmax: **softmax(Q Kᵀ / (√d_k · T)) V** (T = 1 is ordinary
+attention). A large T flattens every row towards uniform weights, so each output becomes the plain average of
+the values. A small T stretches the gaps between scores, and as T → 0 all the weight goes to the best-matching
+key: attention becomes a **hard lookup** (argmax), like reading one entry of a dictionary. Keys that tie for the
+best score share the weight equally, even at T → 0.
+""")
+
+GRID = lk.temperature_grid()
+st.session_state.setdefault("temp_T", 1.0)
+c1, c2 = st.columns([3, 1])
+with c1:
+    st.select_slider("Temperature T (log scale)", options=GRID, key="temp_T",
+                     help="Drag left to sharpen, right to flatten. Arrow keys move one notch.")
+with c2:
+    typed = st.text_input("…or type T exactly", key="temp_typed", placeholder="e.g. 0.3",
+                          help="Overrides the slider while it holds a number.")
+T = st.session_state["temp_T"]
+if typed.strip():
+    try:
+        T = float(typed)
+    except ValueError:
+        st.warning(f"'{typed}' is not a number; using the slider's T = {st.session_state['temp_T']}.")
+        T = st.session_state["temp_T"]
+if not T > 0:
+    st.warning(f"T must be greater than 0: T = {format_number(T)} would divide the scores by zero (or flip "
+               "their order). The limit T → 0 is the hard lookup; try T = 0.01 to see it.")
+    lecture_nav(PAGE)
+    st.stop()
+
+st.subheader(f"The worked example at T = {format_number(T, 3)}")
+with st.expander("Edit Q, K, V (default: the worked example of page 1)"):
+    e1, e2, e3 = st.columns(3)
+    with e1:
+        q = matrix_input("Q", ex.Q, "temp_q")
+    with e2:
+        k = matrix_input("K", ex.K, "temp_k")
+    with e3:
+        v = matrix_input("V", ex.V, "temp_v")
+if q is None or k is None or v is None:
+    st.stop()
+try:
+    s = attention_steps(q, k, v, temperature=T)
+    s1 = attention_steps(q, k, v)
+except BadInput as e:
+    st.warning(str(e))
+    st.stop()
+qs = [f"query {i + 1}" for i in range(q.shape[0])]
+ks = [f"key {j + 1}" for j in range(k.shape[0])]
+left, right = st.columns(2)
+with left:
+    show_figure(matrix_heatmap(s.weights, qs, ks, title=f"Weights at T = {format_number(T, 3)}", zmin=0, zmax=1),
+                key="temp_fig_weights")
+with right:
+    hard = (s1.scaled == s1.scaled.max(axis=1, keepdims=True)).astype(float)
+    hard = hard / hard.sum(axis=1, keepdims=True)
+    show_figure(matrix_heatmap(hard, qs, ks, title="The T → 0 limit: hard lookup (ties share)", zmin=0, zmax=1),
+                key="temp_fig_hard")
+gap = np.abs(s.weights - hard).max()
+tied = [qs[i] for i in range(q.shape[0]) if (hard[i] > 0).sum() > 1]
+st.markdown(f"Largest difference from the hard lookup: **{gap:.4f}**. Output of query 1: "
+            f"[{', '.join(f'{x:.4f}' for x in s.output[0])}] (at T = 1: "
+            f"[{', '.join(f'{x:.4f}' for x in s1.output[0])}]). "
+            + (f"{', '.join(tied)} {'has' if len(tied) == 1 else 'have'} tied best scores, so even a tiny T "
+               "splits the weight evenly between them." if tied else ""))
+
+r = st.selectbox("Follow one query across temperatures", range(q.shape[0]), format_func=lambda i: qs[i],
+                 key="temp_row")
+curve = lk.weights_vs_temperature(s1.scaled[r], GRID)
+show_figure(lines(GRID, {ks[j]: curve[:, j] for j in range(curve.shape[1])},
+                  f"Weights of {qs[r]} as T changes (dotted line: the current T)", "T", "weight",
+                  log_x=True, marker_x=T), key="temp_fig_curve")
+
+st.subheader("Attention as a soft dictionary lookup")
+st.markdown("""
+A dictionary returns the value whose key matches the query exactly. Attention instead scores **every** key
+against the query and returns a weighted average of **all** values. Below, six animals are keys (four made-up
+features each) and their typical lifespan is the value. Set what you are looking for; the exact-match
+dictionary answers with one animal, attention with a blend that turns into that one animal as T → 0.
+""")
+cols = st.columns(len(lk.FEATURES))
+query = []
+for j, (col, name) in enumerate(zip(cols, lk.FEATURES)):
+    with col:
+        query.append(st.slider(f"query: {name}", -1.0, 1.0, float(lk.DEFAULT_QUERY[j]), 0.1, key=f"temp_feat_{j}"))
+res = lk.soft_lookup(np.array(query), temperature=T)
+left, right = st.columns([3, 2])
+with left:
+    show_figure(bars(list(lk.ENTRIES), {"weight": res.weights}, f"Attention weights over the dictionary, T = {format_number(T, 3)}",
+                     "weight", y_range=(0, 1.15)), key="temp_fig_lookup")
+with right:
+    st.metric("Attention returns (weighted lifespan)", f"{res.soft_value:.2f} years")
+    st.metric(f"Hard lookup returns ({lk.ENTRIES[res.hard_index]})", f"{res.hard_value:.2f} years",
+              delta=f"{res.soft_value - res.hard_value:+.2f} years from attention", delta_color="off")
+    st.caption("Because every step is smooth, gradients flow to every key and value: that is what makes "
+               "the soft lookup trainable, and the hard one not.")
+lecture_nav(PAGE)

@@ -1,0 +1,80 @@
+"""AppTest: the app shell and the heatmap page run, and the widgets change the figures."""
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.conftest import APP
+from tests.figures import app_figures, decode
+
+
+def _heatmap_z(at):
+    for fig in app_figures(at):
+        trace = fig["data"][0]
+        if trace.get("type") == "heatmap" and fig["layout"].get("yaxis", {}).get("title", {}).get("text", "").startswith("query"):
+            return decode(trace["z"]).astype(float)
+    raise AssertionError("no head heatmap on the page")
+
+
+@pytest.fixture
+def heatmap():
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.run()
+    at.switch_page("pages/heatmap.py")
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_home_runs():
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.run()
+    assert not at.exception
+    assert any("attnviz" in t.value for t in at.title)
+
+
+def test_heatmap_renders_default_sentence(heatmap):
+    z = _heatmap_z(heatmap)
+    n = len("The cat sat on the mat because it was tired .".split()) + 2
+    assert z.shape == (n, n)
+    np.testing.assert_allclose(z.sum(axis=1), 1.0, atol=1e-4)
+
+
+def test_changing_head_and_layer_changes_the_figure(heatmap):
+    z0 = _heatmap_z(heatmap)
+    heatmap.selectbox(key="hm_head").set_value(3).run()
+    z1 = _heatmap_z(heatmap)
+    assert not np.allclose(z0, z1)
+    heatmap.selectbox(key="hm_layer").set_value(4).run()
+    z2 = _heatmap_z(heatmap)
+    assert not np.allclose(z1, z2)
+    assert heatmap.session_state["layer"] == 4 and heatmap.session_state["head"] == 3
+
+
+def test_hide_special_drops_rows_and_renormalises(heatmap):
+    n = _heatmap_z(heatmap).shape[0]
+    heatmap.toggle(key="hm_hide_special").set_value(True).run()
+    z = _heatmap_z(heatmap)
+    assert z.shape == (n - 2, n - 2)
+    np.testing.assert_allclose(z.sum(axis=1), 1.0, atol=1e-4)
+
+
+def test_empty_text_gives_a_plain_message(heatmap):
+    heatmap.text_area(key="text").set_value("   ").run()
+    assert not heatmap.exception
+    assert any("empty" in w.value for w in heatmap.warning)
+
+
+def test_unknown_model_gives_a_plain_message(heatmap):
+    heatmap.selectbox(key="model_choice").set_value("other").run()
+    heatmap.text_input(key="custom_model").set_value("no-such-org/nothing").run()
+    assert not heatmap.exception
+    assert any("minilm" in w.value and "nothing" in w.value for w in heatmap.warning)
+
+
+def test_sentence_pair_blocks(heatmap):
+    heatmap.toggle(key="use_pair").set_value(True).run()
+    heatmap.text_input(key="text_pair").set_value("It slept.").run()
+    heatmap.radio(key="hm_block").set_value("B→A").run()
+    z = _heatmap_z(heatmap)
+    assert z.shape[0] == 4  # it, slept, ., [SEP]
+    np.testing.assert_allclose(z.sum(axis=1), 1.0, atol=1e-4)

@@ -1,0 +1,104 @@
+"""AppTest of the training page: recorded runs open at once, a short run trains, bad settings warn."""
+import base64
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
+
+
+def _open():
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    at.switch_page("pages/training.py")
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _spec(chart):
+    return json.loads(chart.proto.spec)
+
+
+def _z(chart) -> np.ndarray:
+    """z of the first trace; plotly 7 sends typed arrays as {"dtype", "bdata", "shape"}."""
+    z = _spec(chart)["data"][0]["z"]
+    if isinstance(z, dict):
+        arr = np.frombuffer(base64.b64decode(z["bdata"]), dtype=np.dtype(z["dtype"]))
+        return arr.reshape([int(s) for s in str(z["shape"]).split(",")]).astype(float)
+    return np.asarray(z, dtype=float)
+
+
+def _wait_for_job(at, timeout=120):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        job = at.session_state["tr_job"] if "tr_job" in at.session_state else None
+        if job is None:
+            return
+        if job[1].done:
+            at.run()
+        else:
+            time.sleep(0.3)
+    raise TimeoutError("the training job did not finish")
+
+
+def test_recorded_reverse_run_shows_antidiagonal_and_scrubs():
+    at = _open()
+    assert at.session_state["tr_source"] == "Toy task"
+    run = at.session_state["tr_runs"]["toy:reverse"]
+    assert run.n_frames >= 40
+    # the heatmap shows the last frame's mean cross-attention; its anti-diagonal holds most mass
+    z = _z(at.get("plotly_chart")[0])
+    assert z.shape == (8, 8)
+    assert np.fliplr(z).diagonal().mean() > 0.9
+    # scrub to the first frame: untrained attention is spread out, not anti-diagonal
+    at.select_slider(key="tr_frame").set_value(0).run()
+    assert not at.exception
+    z0 = _z(at.get("plotly_chart")[0])
+    assert np.fliplr(z0).diagonal().mean() < 0.4
+    titles = [_spec(c)["layout"].get("title", {}).get("text", "") for c in at.get("plotly_chart")]
+    assert any("step 0" in t for t in titles)
+
+
+def test_short_training_run_from_the_page():
+    at = _open()
+    at.number_input(key="tr_steps").set_value(30)
+    at.number_input(key="tr_every").set_value(5)
+    at.button(key="tr_train").click().run()
+    assert not at.exception
+    _wait_for_job(at)
+    at.run()
+    assert not at.exception
+    run = at.session_state["tr_runs"]["toy:reverse"]
+    assert list(run.frame_steps) == [0, 5, 10, 15, 20, 25, 30]
+    assert run.loss_values[-1] < run.loss_values[0]
+
+
+def test_impossible_config_gives_plain_warning():
+    at = _open()
+    at.number_input(key="tr_heads").set_value(5)  # 64 is not divisible by 5
+    at.button(key="tr_train").click().run()
+    assert not at.exception
+    assert any("cannot be split evenly" in w.value for w in at.warning)
+    at.number_input(key="tr_heads").set_value(4)
+    at.number_input(key="tr_layers").set_value(0)
+    at.button(key="tr_train").click().run()
+    assert any("at least one layer" in w.value for w in at.warning)
+
+
+def test_other_sources_open():
+    at = _open()
+    at.segmented_control(key="tr_source").set_value("Fine-tune BERT").run()
+    assert not at.exception
+    assert at.session_state["tr_runs"]["finetune"].n_frames > 10
+    at.segmented_control(key="tr_source").set_value("Checkpoint series").run()
+    assert not at.exception
+    at.button(key="tr_ck_go").click().run()
+    assert any("at least one checkpoint" in w.value for w in at.warning)
+    at.segmented_control(key="tr_source").set_value("Run file").run()
+    assert not at.exception
+    assert any("Nothing to show yet" in i.value for i in at.info)

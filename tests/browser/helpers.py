@@ -1,0 +1,57 @@
+"""Browser-test helpers for Streamlit widgets and plotly figures in Chromium."""
+from __future__ import annotations
+
+import time
+
+from tests.conftest import wait_for_app
+
+FIND_PLOT = """(sel) => {
+  const plots = [...document.querySelectorAll('.js-plotly-plot')];
+  return plots.findIndex(el => el._fullLayout && (
+      (sel.ytitle && ((el._fullLayout.yaxis || {}).title || {}).text?.startsWith(sel.ytitle)) ||
+      (sel.title && (el._fullLayout.title || {}).text?.startsWith(sel.title))));
+}"""
+
+
+def plot_index(page, ytitle: str | None = None, title: str | None = None) -> int:
+    return page.evaluate(FIND_PLOT, {"ytitle": ytitle, "title": title})
+
+
+def plot_z(page, index: int):
+    return page.evaluate("(i) => document.querySelectorAll('.js-plotly-plot')[i]._fullData[0].z", index)
+
+
+def choose(page, label: str, option: str, exact: bool = True):
+    """Pick `option` in the Streamlit selectbox labelled `label` (a react-aria combobox)."""
+    box = page.get_by_role("combobox", name=label, exact=True).first
+    box.scroll_into_view_if_needed()
+    box.click()
+    page.get_by_role("option", name=option, exact=exact).first.click()
+    time.sleep(0.3)
+    wait_for_app(page)
+
+
+def click_marker(page, index: int, x: float, y: float):
+    """Click the plotly figure `index` at data coordinates (x, y)."""
+    pos = page.evaluate("""([i, x, y]) => {
+        const el = document.querySelectorAll('.js-plotly-plot')[i];
+        el.scrollIntoView({block: 'center'});
+        const xa = el._fullLayout.xaxis, ya = el._fullLayout.yaxis, r = el.getBoundingClientRect();
+        return [r.left + xa._offset + xa.l2p(x), r.top + ya._offset + ya.l2p(y)];
+    }""", [index, x, y])
+    page.mouse.move(pos[0], pos[1])
+    time.sleep(0.2)
+    page.mouse.click(pos[0], pos[1])
+    time.sleep(0.5)
+    wait_for_app(page)
+
+
+def wait_plot(page, ytitle: str | None = None, title: str | None = None, timeout: float = 60.0) -> int:
+    """Index of the first plotly figure with that y-axis title / title, waiting for it to render."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        i = plot_index(page, ytitle=ytitle, title=title)
+        if i >= 0:
+            return i
+        time.sleep(0.3)
+    raise AssertionError(f"no plot with ytitle={ytitle!r} title={title!r} after {timeout:.0f} s")

@@ -1,0 +1,56 @@
+"""Chromium against `streamlit run`: the heatmap page renders and responds."""
+import numpy as np
+import pytest
+
+from tests.browser.helpers import choose, click_marker, plot_z, wait_plot
+from tests.conftest import wait_for_app
+
+pytestmark = pytest.mark.browser
+
+
+def _open(page, app_server):
+    page.goto(app_server.url + "/heatmap")
+    wait_for_app(page)
+    page.get_by_text("Every head").first.wait_for()
+
+
+def _head_z(page):
+    i = wait_plot(page, ytitle="query")
+    return np.asarray(plot_z(page, i), dtype=float)
+
+
+def test_default_sentence_heatmap_renders(page, app_server):
+    _open(page, app_server)
+    z = _head_z(page)
+    assert z.shape == (13, 13)
+    np.testing.assert_allclose(z.sum(axis=1), 1.0, atol=1e-3)
+    assert page.locator("h3").filter(has_text="Layer 0, head 0").count() == 1
+
+
+def test_choosing_another_head_changes_the_heatmap(page, app_server):
+    _open(page, app_server)
+    z0 = _head_z(page)
+    choose(page, "Head", "7")
+    page.locator("h3").filter(has_text="Layer 0, head 7").wait_for()
+    z1 = _head_z(page)
+    assert z1.shape == z0.shape and not np.allclose(z0, z1)
+
+
+def test_clicking_a_thumbnail_opens_that_head(page, app_server):
+    _open(page, app_server)
+    grid = wait_plot(page, ytitle="layer")
+    # marker centres are in the scatter trace; pick layer 3, head 9
+    xy = page.evaluate("""(i) => { const t = document.querySelectorAll('.js-plotly-plot')[i]._fullData[1];
+        const k = t.customdata.findIndex(c => c[0] === 3 && c[1] === 9); return [t.x[k], t.y[k]]; }""", grid)
+    click_marker(page, grid, xy[0], xy[1])
+    page.locator("h3").filter(has_text="Layer 3, head 9").wait_for(timeout=30_000)
+
+
+def test_long_text_renders_512_tokens(page, app_server):
+    _open(page, app_server)
+    choose(page, "Example", "A long text", exact=False)
+    page.get_by_text("512 tokens").first.wait_for(timeout=120_000)
+    wait_for_app(page, timeout=120)
+    z = _head_z(page)
+    assert z.shape == (512, 512)
+    np.testing.assert_allclose(z.sum(axis=1), 1.0, atol=1e-3)

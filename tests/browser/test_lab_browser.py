@@ -1,0 +1,26 @@
+"""Chromium: lowering the temperature sharpens the attention weights on the temperature page."""
+import pytest
+
+from tests.conftest import plotly_z, wait_for_app
+
+
+@pytest.mark.browser
+def test_lower_temperature_sharpens(app_server, page):
+    page.goto(app_server.url + "/lab_temperature")
+    wait_for_app(page)
+    page.wait_for_selector(".js-plotly-plot")
+    page.get_by_text("Attention returns (weighted lifespan)").wait_for()
+    before = plotly_z(page, 0)
+    assert round(max(before[0]), 4) == 0.4519  # T = 1: the worked example's row 1
+    thumb = page.locator('[data-testid="stSlider"] [role="slider"]').first
+    thumb.focus()
+    for _ in range(15):  # 15 notches left on the log grid: T 1.0 -> 0.032
+        thumb.press("ArrowLeft")
+    wait_for_app(page)
+    page.wait_for_function("() => { const el = document.querySelectorAll('.js-plotly-plot')[0];"
+                           " return el && el._fullData && Math.max(...el._fullData[0].z[0]) > 0.9; }", timeout=30000)
+    after = plotly_z(page, 0)
+    for r_before, r_after in zip(before, after):
+        assert max(r_after) > max(r_before)  # every row sharpens
+    assert max(after[0]) > 0.99 and max(after[2]) > 0.99
+    assert after[1][0] == pytest.approx(0.5, abs=1e-3)  # row 2's tie stays shared

@@ -1,0 +1,45 @@
+"""The layers x heads grid: one PNG, thumbnails that keep the pattern, click layer."""
+import io
+
+import numpy as np
+from PIL import Image
+
+from attnviz.raster import GridLayout, colour_lut, grid_figure, grid_png, thumbnail
+
+
+def test_thumbnail_block_mean_keeps_mass():
+    m = np.random.default_rng(0).random((128, 128)).astype(np.float32)
+    t = thumbnail(m, 32)
+    assert t.shape == (32, 32)
+    np.testing.assert_allclose(t[0, 0], m[:4, :4].mean(), rtol=1e-5)
+    np.testing.assert_allclose(t.mean(), m.mean(), rtol=1e-4)
+
+
+def test_thumbnail_enlarges_by_repetition():
+    t = thumbnail(np.eye(4, dtype=np.float32), 16)
+    np.testing.assert_array_equal(t, np.kron(np.eye(4), np.ones((4, 4))))
+
+
+def test_grid_png_places_each_head():
+    n = 8
+    att = np.zeros((2, 3, n, n), dtype=np.float32)
+    att[1, 2] = np.eye(n)  # only layer 1, head 2 has a diagonal
+    att[0, 0, :, 0] = 1.0  # layer 0, head 0 attends to the first token
+    layout = GridLayout(2, 3, 16, 2)
+    img = np.asarray(Image.open(io.BytesIO(grid_png(att, layout))).convert("RGB"))
+    assert img.shape == (layout.height, layout.width, 3)
+    lut = colour_lut("Viridis")
+    x, y = layout.centre(1, 2)
+    top = (int(y - 8), int(x - 8))  # top-left pixel of layer 1 head 2: on the diagonal
+    assert tuple(img[top[0], top[1]]) == tuple(lut[255])
+    assert tuple(img[top[0], top[1] + 15]) == tuple(lut[0])
+    x0, y0 = layout.centre(0, 0)
+    assert tuple(img[int(y0), int(x0 - 8)]) == tuple(lut[255])  # first column bright
+
+
+def test_grid_figure_click_layer_has_every_head():
+    layout = GridLayout(2, 3, 16, 2)
+    fig = grid_figure(grid_png(np.ones((2, 3, 4, 4), np.float32) / 4, layout), layout)
+    scatter = fig.data[1]
+    assert [list(c) for c in scatter.customdata] == [[l, h] for l in range(2) for h in range(3)]
+    assert fig.data[0].source.startswith("data:image/png;base64,")

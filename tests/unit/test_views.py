@@ -1,0 +1,53 @@
+"""What a heatmap shows: hidden special tokens, renormalisation, pair blocks, colour scaling."""
+import numpy as np
+import pytest
+
+from attnviz.errors import BadInput
+from attnviz.views import colour_range, select_view
+
+M = np.array([[0.5, 0.2, 0.3],
+              [0.1, 0.6, 0.3],
+              [0.4, 0.4, 0.2]], dtype=np.float32)
+SPECIAL = np.array([True, False, False])
+
+
+def test_hide_special_renormalises_rows():
+    v = select_view(M, SPECIAL, hide_special=True, renormalise=True)
+    assert v.rows.tolist() == [1, 2] and v.cols.tolist() == [1, 2]
+    np.testing.assert_allclose(v.values, [[0.6 / 0.9, 0.3 / 0.9], [0.4 / 0.6, 0.2 / 0.6]], rtol=1e-6)
+    assert v.renormalised
+
+
+def test_hide_special_without_renormalising_keeps_weights():
+    v = select_view(M, SPECIAL, hide_special=True, renormalise=False)
+    np.testing.assert_allclose(v.values, [[0.6, 0.3], [0.4, 0.2]])
+    assert not v.renormalised
+
+
+def test_pair_blocks():
+    seg = np.array([0, 0, 1])
+    v = select_view(M, None, seg, block="A→B")
+    assert v.rows.tolist() == [0, 1] and v.cols.tolist() == [2]
+    np.testing.assert_allclose(v.values[:, 0], [1.0, 1.0])  # renormalised over the one B key
+    raw = select_view(M, None, seg, block="B→A", renormalise=False)
+    np.testing.assert_allclose(raw.values, [[0.4, 0.4]])
+
+
+def test_pair_block_without_pair_is_plain_error():
+    with pytest.raises(BadInput, match="second sentence"):
+        select_view(M, None, np.zeros(3, int), block="A→A")
+
+
+def test_hiding_everything_is_plain_error():
+    with pytest.raises(BadInput, match="Nothing is left"):
+        select_view(M[:1, :1], np.array([True]), hide_special=True)
+
+
+def test_colour_scales():
+    v, lo, hi = colour_range(M, "linear")
+    assert (lo, hi) == (0.0, pytest.approx(0.6))
+    v, lo, hi = colour_range(np.arange(101, dtype=np.float32), "clip", 99)
+    assert hi == pytest.approx(99.0)
+    v, lo, hi = colour_range(np.array([[1e-6, 0.01, 1.0]]), "log")
+    np.testing.assert_allclose(v, [[-4.0, -2.0, 0.0]], atol=1e-6)
+    assert lo == -4.0
