@@ -38,6 +38,6 @@ for section, file, title, icon in PAGES:
         sections.setdefault(section, []).append(
             st.Page(file, title=title, icon=icon, default=file == "pages/home.py"))
 
-nav = st.navigation(sections)
+nav = st.navigation(sections, position="top")
 sidebar.render()
 nav.run()

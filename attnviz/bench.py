@@ -20,6 +20,9 @@ FIGURE_MODULES = [
 
 
 def collect(quick: bool = False) -> dict[str, float]:
+    import transformers
+
+    transformers.logging.set_verbosity_error()
     out: dict[str, float] = {}
     for name in FIGURE_MODULES:
         try:

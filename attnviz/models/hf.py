@@ -60,7 +60,7 @@ def position_scheme(config) -> str:
     return "unknown"
 
 
-def model_facts(config, name: str, source: str = "") -> ModelFacts:
+def model_facts(config, name: str, source: str = "", architecture: str | None = None) -> ModelFacts:
     n_heads = int(_first_attr(config, ("num_attention_heads", "n_head", "num_heads", "encoder_attention_heads")))
     kind = model_kind(config)
     max_pos = _first_attr(config, ("max_position_embeddings", "n_positions", "max_seq_len"))
@@ -69,7 +69,8 @@ def model_facts(config, name: str, source: str = "") -> ModelFacts:
     return ModelFacts(
         name=name,
         kind=kind,
-        architecture=(getattr(config, "architectures", None) or [type(config).__name__.replace("Config", "Model")])[0],
+        architecture=architecture or (getattr(config, "architectures", None)
+                                      or [type(config).__name__.replace("Config", "Model")])[0],
         n_layers=int(_first_attr(config, ("num_hidden_layers", "n_layer", "num_layers", "encoder_layers"))),
         n_heads=n_heads,
         n_kv_heads=int(_first_attr(config, ("num_key_value_heads",), n_heads)),
@@ -159,7 +160,8 @@ def load_hf(name: str, *, gguf_file: str | None = None, source: str = ""):
     model.eval()
     if getattr(model.config, "_attn_implementation", "eager") != "eager":
         raise AttentionUnavailable(f"{name} does not support eager attention, so it returns no attention weights.")
-    facts = model_facts(config, name, source or ("folder" if is_folder else "hub / HF cache"))
+    facts = model_facts(config, name, source or ("folder" if is_folder else "hub / HF cache"),
+                        architecture=type(model).__name__)
     return model, tokenizer, facts
 
 

@@ -52,3 +52,17 @@ def test_local_folder_loads_with_eager_attention(tmp_path, arch):
     assert loaded.model.config._attn_implementation == "eager"
     r = extract(loaded, "hello there world")
     assert r.n_layers == 2 and r.n_heads == 4
+
+
+@pytest.mark.slow
+def test_packaged_smollm2_is_a_causal_llama_with_grouped_kv():
+    loaded = load_model("smollm2")  # ~20 s: de-quantises the GGUF file
+    f = loaded.facts
+    assert (f.kind, f.n_layers, f.n_heads, f.n_kv_heads, f.d_model) == ("decoder", 30, 9, 3, 576)
+    assert f.architecture == "LlamaForCausalLM" and f.position_scheme == "rope"
+    r = extract(loaded, "The cat sat on the mat.")
+    import numpy as np
+
+    assert r.attention.shape[:2] == (30, 9)
+    assert np.abs(np.triu(r.attention, k=1)).max() == 0.0  # causal: no weight on later tokens
+    np.testing.assert_allclose(r.attention.sum(-1), 1.0, atol=1e-4)
