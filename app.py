@@ -3,9 +3,11 @@ from pathlib import Path
 
 import streamlit as st
 
-from attnviz.ui import sidebar
+from attnviz.ui import share, sidebar
 
-st.set_page_config(page_title="attnviz", page_icon="🔍", layout="wide")
+_presenting = st.query_params.get("present") == "1" or bool(st.session_state.get("present"))
+st.set_page_config(page_title="attnviz", page_icon=":material/visibility:", layout="wide",
+                   initial_sidebar_state="collapsed" if _presenting else "auto")
 
 HERE = Path(__file__).parent
 
@@ -39,5 +41,11 @@ for section, file, title, icon in PAGES:
             st.Page(file, title=title, icon=icon, default=file == "pages/home.py"))
 
 nav = st.navigation(sections, position="top")
+share.start_run()
+share.apply_presentation()
 sidebar.render()
-nav.run()
+try:
+    nav.run()
+finally:  # also after st.stop() in a page: keep the URL and the share link current
+    share.sync_url()
+    share.render_link()

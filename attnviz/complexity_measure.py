@@ -29,6 +29,7 @@ IMPLEMENTATIONS = {  # key -> label
     "sdpa": "torch scaled_dot_product_attention",
     "linear": "Linear attention (elu+1)",
 }
+SHORT_NAMES = {"naive": "naive", "sdpa": "torch SDPA", "linear": "linear"}  # for legends
 PREDICTED_SLOPE = {"naive": 2.0, "sdpa": 2.0, "linear": 1.0}  # time ~ n^slope for n >> d_head
 FLOAT_BYTES = 4  # the benchmark runs in float32
 
@@ -256,15 +257,15 @@ def plan(cfg: BenchConfig) -> list[tuple[str, int]]:
 def run(cfg: BenchConfig, progress: Callable[[int, int, str], None] | None = None,
         cancel: Callable[[], bool] | threading.Event | None = None) -> list[Measurement]:
     """Measure every (impl, n) of plan(cfg). progress(done, total, message) is called before
-    each size and at the end; cancel() (or a set Event) is checked between sizes and stops
+    each size and at the end; cancel() (or a set Event) is checked before each size and stops
     the run early, returning what was measured so far."""
     jobs = plan(cfg)
     results: list[Measurement] = []
     for i, (impl, n) in enumerate(jobs):
-        if cancel is not None and (cancel.is_set() if isinstance(cancel, threading.Event) else cancel()):
-            break
         if progress:
             progress(i, len(jobs), f"{IMPLEMENTATIONS[impl]} at n = {n:,}")
+        if cancel is not None and (cancel.is_set() if isinstance(cancel, threading.Event) else cancel()):
+            break
         results.append(measure(impl, n, cfg, results))
     if progress:
         progress(len(results), len(jobs), "done" if len(results) == len(jobs) else "cancelled")

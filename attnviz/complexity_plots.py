@@ -7,7 +7,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from attnviz import complexity as cx
-from attnviz.complexity_measure import IMPLEMENTATIONS, PREDICTED_SLOPE, Measurement, fit_slope
+from attnviz.complexity_measure import IMPLEMENTATIONS, PREDICTED_SLOPE, SHORT_NAMES, Measurement, fit_slope
 
 # One colour per variant, stable across figures.
 COLORS = {
@@ -22,13 +22,21 @@ def _fmt(kind: str):
     return cx.human_bytes if kind == "bytes" else cx.human_flops
 
 
-def _layout(fig: go.Figure, title: str, x_title: str, y_title: str, height: int = 480) -> go.Figure:
+LEGEND_BELOW = dict(orientation="h", x=0, y=-0.2, xanchor="left", yanchor="top", font=dict(size=12))
+
+
+def _layout(fig: go.Figure, title: str, x_title: str, y_title: str, height: int = 480,
+            legend_below: bool = False) -> go.Figure:
     fig.update_layout(
         title=dict(text=title, x=0, xanchor="left", font=dict(size=16)),
-        height=height, margin=dict(l=70, r=20, t=50, b=60),
-        hovermode="closest", legend=dict(orientation="h", yanchor="top", y=-0.16, x=0),
+        height=height, margin=dict(l=70, r=20, t=50, b=50),
+        hovermode="closest",
+        legend=dict(x=0.01, y=0.99, xanchor="left", yanchor="top", bgcolor="rgba(255,255,255,0.85)",
+                    bordercolor="#ddd", borderwidth=1, font=dict(size=12)),
         font=dict(size=14),
     )
+    if legend_below:
+        fig.update_layout(legend=LEGEND_BELOW, margin=dict(l=70, r=20, t=50, b=110))
     fig.update_xaxes(type="log", title=x_title, exponentformat="SI", showgrid=True)
     fig.update_yaxes(type="log", title=y_title, exponentformat="SI", showgrid=True)
     return fig
@@ -83,7 +91,7 @@ def ffn_crossover(cfg: cx.AttentionConfig) -> go.Figure:
     fig.add_trace(go.Scatter(
         x=[n_star], y=[y_star], mode="markers+text", name="crossover",
         marker=dict(size=12, color="black", symbol="x"), text=[f"  n* = {n_star:,.0f}"],
-        textposition="middle right", hovertemplate=f"crossover n* = {n_star:,.0f}<br>"
+        textposition="bottom right", hovertemplate=f"crossover n* = {n_star:,.0f}<br>"
                                                    f"{cx.human_flops(y_star)} per token<extra></extra>"))
     _mark_n(fig, cfg.seq_len)
     return _layout(fig, "Per token and layer: attention against the feed-forward block",
@@ -105,7 +113,7 @@ def rnn_comparison(cfg: cx.AttentionConfig) -> go.Figure:
     fig.add_trace(go.Scatter(
         x=[d], y=[4.0 * d ** 3], mode="markers+text", name="equal at n = d",
         marker=dict(size=12, color="black", symbol="x"), text=[f"  n = d = {cfg.d_model:,}"],
-        textposition="middle right", hovertemplate=f"n = d = {cfg.d_model:,}<extra></extra>"))
+        textposition="bottom right", hovertemplate=f"n = d = {cfg.d_model:,}<extra></extra>"))
     _mark_n(fig, cfg.seq_len)
     return _layout(fig, "One layer over n tokens: attention against an RNN of the same width",
                    "sequence length n (tokens)", "FLOPs per layer")
@@ -115,7 +123,8 @@ def measured_times(measurements: Sequence[Measurement]) -> go.Figure:
     """Measured seconds against n (markers), the fitted log-log line per implementation, and
     the predicted slope drawn through the largest measured point (dashed)."""
     fig = go.Figure()
-    for impl, label in IMPLEMENTATIONS.items():
+    for impl in IMPLEMENTATIONS:
+        label = SHORT_NAMES[impl]
         ms = sorted((m for m in measurements if m.impl == impl and m.seconds), key=lambda m: m.n)
         if not ms:
             continue
@@ -139,23 +148,24 @@ def measured_times(measurements: Sequence[Measurement]) -> go.Figure:
         p = PREDICTED_SLOPE[impl]
         xs = np.geomspace(ns[0], ns[-1], 20)
         fig.add_trace(go.Scatter(
-            x=xs, y=ts[-1] * (xs / ns[-1]) ** p * 1e3, mode="lines", name=f"predicted n^{p:g}",
-            line=dict(color=color, width=1.5, dash="dash"), legendgroup=f"pred{impl}",
+            x=xs, y=ts[-1] * (xs / ns[-1]) ** p * 1e3, mode="lines", showlegend=False,
+            line=dict(color=color, width=1.5, dash="dash"),
             hovertemplate=f"predicted slope {p:g} for {label}<extra></extra>"))
-    return _layout(fig, "Measured on this machine (one thread, fastest of a few calls)",
-                   "sequence length n (tokens)", "milliseconds", height=440)
+    return _layout(fig, "Time: measured (dots, fitted line), predicted slope (dashed)",
+                   "sequence length n (tokens)", "milliseconds (one thread)", height=500, legend_below=True)
 
 
 def measured_memory(measurements: Sequence[Measurement]) -> go.Figure:
     """Measured peak allocation (markers) against the prediction (lines) per implementation."""
     fig = go.Figure()
-    for impl, label in IMPLEMENTATIONS.items():
+    for impl in IMPLEMENTATIONS:
+        label = SHORT_NAMES[impl]
         ms = sorted((m for m in measurements if m.impl == impl), key=lambda m: m.n)
         if not ms:
             continue
         color = COLORS.get(impl, "#333")
         fig.add_trace(go.Scatter(
-            x=[m.n for m in ms], y=[m.predicted_bytes for m in ms], mode="lines", name=f"{label}: predicted",
+            x=[m.n for m in ms], y=[m.predicted_bytes for m in ms], mode="lines", showlegend=False,
             line=dict(color=color, width=1.5, dash="dash"),
             customdata=[[f"{m.n:,}", cx.human_bytes(m.predicted_bytes)] for m in ms],
             hovertemplate=f"<b>{label}</b> predicted<br>n = %{{customdata[0]}}<br>%{{customdata[1]}}"
@@ -163,10 +173,10 @@ def measured_memory(measurements: Sequence[Measurement]) -> go.Figure:
         got = [m for m in ms if m.peak_bytes]
         if got:
             fig.add_trace(go.Scatter(
-                x=[m.n for m in got], y=[m.peak_bytes for m in got], mode="markers", name=f"{label}: measured",
+                x=[m.n for m in got], y=[m.peak_bytes for m in got], mode="markers", name=label,
                 marker=dict(size=10, color=color),
                 customdata=[[f"{m.n:,}", cx.human_bytes(m.peak_bytes)] for m in got],
                 hovertemplate=f"<b>{label}</b> measured<br>n = %{{customdata[0]}}<br>%{{customdata[1]}}"
                               f"<extra></extra>"))
-    return _layout(fig, "Peak memory of one call: measured against predicted",
-                   "sequence length n (tokens)", "bytes", height=440)
+    return _layout(fig, "Peak memory of one call: measured (dots), predicted (dashed)",
+                   "sequence length n (tokens)", "bytes", height=500, legend_below=True)

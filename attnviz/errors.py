@@ -15,3 +15,7 @@ class AttentionUnavailable(AttnvizError):
 
 class BadInput(AttnvizError, ValueError):
     pass
+
+
+class ModelTooLarge(ModelNotFound):
+    """The model's weights would not fit in the memory available now (checked before loading)."""

@@ -25,18 +25,33 @@ def token_ticks(tokens, positions=None) -> dict:
     return dict(tickmode="array", tickvals=keep.tolist(), ticktext=[str(tokens[idx[i]]) for i in keep])
 
 
+def log_colorscale(colorscale, floor: float, top: float, n_stops: int = 33) -> list:
+    """A colour scale over [0, top] whose colours follow log10(weight) from `floor` to `top`
+    (weights below the floor share the first colour), so exact weights can stay the z values."""
+    from plotly.colors import get_colorscale, sample_colorscale
+
+    weights = np.geomspace(floor, top, n_stops)
+    colours = sample_colorscale(get_colorscale(colorscale), np.linspace(0, 1, n_stops))
+    stops = [[0.0, colours[0]]] + [[float(w / top), c] for w, c in zip(weights, colours)]
+    stops[-1][0] = 1.0
+    return stops
+
+
 def heatmap_figure(values: np.ndarray, row_tokens, col_tokens, *, rows=None, cols=None,
-                   raw: np.ndarray | None = None, zmin=None, zmax=None, colorscale="Viridis",
+                   zmin=None, zmax=None, colorscale="Viridis", log_floor: float | None = None,
                    title: str = "", colorbar_title: str = "weight", height: int | None = None,
                    x_title: str = "key (attended to)", y_title: str = "query (attending)") -> go.Figure:
     """Heatmap of a (query, key) matrix at integer positions with token tick labels.
 
-    values: (n_rows, n_cols) colour values; raw: the exact weights shown on hover (default
-    values); rows/cols: original positions of each row/column (for labels).
+    values: (n_rows, n_cols) exact weights (plotted, hovered and exported as they are);
+    rows/cols: original positions of each row/column (for labels); log_floor: colour by
+    log10 of the weight from this floor up (see log_colorscale).
     """
     values = np.asarray(values, dtype=np.float32)
-    raw = values if raw is None else np.asarray(raw, dtype=np.float32)
     n_r, n_c = values.shape
+    if log_floor is not None:
+        zmin, zmax = 0.0, float(zmax if zmax is not None else max(values.max(), 1e-6))
+        colorscale = log_colorscale(colorscale, log_floor, zmax)
     rows = np.arange(n_r) if rows is None else np.asarray(rows)
     cols = np.arange(n_c) if cols is None else np.asarray(cols)
     trace = dict(z=values, x=np.arange(n_c), y=np.arange(n_r), zmin=zmin, zmax=zmax,
@@ -44,15 +59,14 @@ def heatmap_figure(values: np.ndarray, row_tokens, col_tokens, *, rows=None, col
     if max(n_r, n_c) <= HOVER_TOKENS_MAX:
         rt = np.array([f"{rows[i]}: {row_tokens[rows[i]]}" for i in range(n_r)], dtype=object)
         ct = np.array([f"{cols[j]}: {col_tokens[cols[j]]}" for j in range(n_c)], dtype=object)
-        custom = np.empty((n_r, n_c, 3), dtype=object)
+        custom = np.empty((n_r, n_c, 2), dtype=object)
         custom[:, :, 0] = rt[:, None]
         custom[:, :, 1] = ct[None, :]
-        custom[:, :, 2] = np.vectorize(lambda v: f"{v:.4f}")(raw)
         trace.update(customdata=custom,
                      hovertemplate="query %{customdata[0]}<br>key %{customdata[1]}"
-                                   "<br>weight %{customdata[2]}<extra></extra>")
+                                   "<br>weight %{z:.4f}<extra></extra>")
     else:
-        trace.update(hovertemplate="query row %{y}, key column %{x}<br>colour value %{z:.4f}<extra></extra>")
+        trace.update(hovertemplate="query row %{y}, key column %{x}<br>weight %{z:.4f}<extra></extra>")
     fig = go.Figure(go.Heatmap(**trace))
     side = height or int(min(900, max(420, 22 * n_r + 160)))
     fig.update_layout(

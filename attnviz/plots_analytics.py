@@ -153,7 +153,7 @@ def role_map(best: np.ndarray, best_score: np.ndarray, scores: np.ndarray, role_
         colorscale=scale, showscale=False, hoverinfo="skip", xgap=2, ygap=2))
     labels = np.where(np.isnan(best_score), "", np.char.mod("%.2f", np.nan_to_num(best_score)))
     fig.add_trace(go.Scatter(
-        x=head.ravel(), y=layer.ravel(), mode="markers+text", text=labels.ravel(), textfont=dict(size=11),
+        x=head.ravel(), y=layer.ravel(), mode="markers+text", text=labels.ravel(), textfont=dict(size=12, color=np.where(best.ravel() >= 0, "white", "#333333").tolist()),
         customdata=np.stack([layer.ravel(), head.ravel()], 1), hovertext=lines,
         marker=dict(size=max(10, min(28, 480 // max(n_heads, n_layers))), color="rgba(0,0,0,0)", symbol="square"),
         hovertemplate="%{hovertext}<br><i>click to open this head</i><extra></extra>", showlegend=False))

@@ -70,19 +70,24 @@ def select_view(matrix: np.ndarray, special_mask: np.ndarray | None = None,
     return MatrixView(values, rows, cols, renormalised=bool(renormalise and dropped_cols))
 
 
+LOG_FLOOR = 1e-4  # smallest weight the log colour scale distinguishes
+
+
 def colour_range(values: np.ndarray, scale: str = "linear", clip_percentile: float = 99.0
-                 ) -> tuple[np.ndarray, float, float]:
-    """(values to colour, zmin, zmax). 'clip' caps the colour range at a percentile, so a few
-    large weights (often on special tokens) do not wash out the rest; 'log' colours log10 of
-    the weights (floored at 1e-4)."""
+                 ) -> tuple[float, float, float | None]:
+    """(zmin, zmax, log_floor) for colouring exact weights.
+
+    'clip' caps the colour range at a percentile, so a few large weights (often on special
+    tokens) do not wash out the rest; 'log' returns a floor: colours then follow log10 of the
+    weight between the floor and the maximum (see plots.log_colorscale). The plotted values
+    stay the exact weights in every mode."""
     v = np.asarray(values, dtype=np.float32)
     if scale not in COLOUR_SCALES:
         raise BadInput(f"unknown colour scale {scale!r}")
-    if scale == "log":
-        floor = 1e-4
-        logv = np.log10(np.maximum(v, floor))
-        return logv, float(np.log10(floor)), float(max(logv.max(), np.log10(floor) + 1e-6))
+    top = max(float(v.max()) if v.size else 1.0, 1e-6)
     if scale == "clip":
         hi = float(np.percentile(v, clip_percentile)) if v.size else 1.0
-        return v, 0.0, max(hi, 1e-6)
-    return v, 0.0, max(float(v.max()) if v.size else 1.0, 1e-6)
+        return 0.0, max(hi, 1e-6), None
+    if scale == "log":
+        return 0.0, top, min(LOG_FLOOR, top / 10)
+    return 0.0, top, None

@@ -53,28 +53,29 @@ tokens_a, tokens_b = result_a.tokens, result_b.tokens
 layer, head = aw.head_selectors("cmp", min(result_a.n_layers, result_b.n_layers),
                                 min(result_a.n_heads, result_b.n_heads))
 ma, mb = result_a.attention[layer, head], result_b.attention[layer, head]
-c1, c2, c3 = st.columns(3)
+c1, c2 = st.columns(2)
 with c1:
     st.plotly_chart(matrix_heatmap(ma, tokens_a, tokens_a, title=f"{name_a} · L{layer} H{head}", zmin=0.0, zmax=1.0,
                                    colorscale="Blues"), width="stretch", key="cmp_a")
 with c2:
     st.plotly_chart(matrix_heatmap(mb, tokens_b, tokens_b, title=f"{name_b} · L{layer} H{head}", zmin=0.0, zmax=1.0,
                                    colorscale="Blues"), width="stretch", key="cmp_b")
-with c3:
+d1, d2 = st.columns(2)
+with d1:
     diff = difference(ma, mb)
     lim = max(float(abs(diff).max()), 1e-6)
     labels = [a if a == b else f"{a}/{b}" for a, b in zip(tokens_a, tokens_b)]
-    st.plotly_chart(matrix_heatmap(diff, labels, labels, title="A − B", zmin=-lim, zmax=lim, zmid=0.0,
-                                   colorscale="RdBu_r", colorbar="A − B"), width="stretch", key="cmp_diff")
-st.caption("Tokens that differ between A and B are labelled 'a/b' in the difference map.")
-
-if result_a.attention.shape[:2] == result_b.attention.shape[:2]:
-    dist = head_distance(result_a, result_b)
-    fig = head_grid(dist, title="How differently each head attends (mean row distance, 0 = same, 1 = disjoint)",
-                    colorbar="distance", zmin=0.0, colorscale="Magma", fmt=".4f", ablated=aw.ablated_heads(),
-                    selected=(layer, head))
-    st.caption("Click a head to open it on the heatmap page (for the sidebar's text).")
-    aw.clickable_head_grid(fig, "cmp_grid")
-else:
-    st.info(f"The models have different layer x head grids ({result_a.n_layers} x {result_a.n_heads} and "
-            f"{result_b.n_layers} x {result_b.n_heads}); only one head of each can be compared.")
+    st.plotly_chart(matrix_heatmap(diff, labels, labels, title=f"A − B · L{layer} H{head}", zmin=-lim, zmax=lim,
+                                   zmid=0.0, colorscale="RdBu_r", colorbar="A − B"), width="stretch", key="cmp_diff")
+    st.caption("Tokens that differ between A and B are labelled 'a/b'. Red: A attends more; blue: B does.")
+with d2:
+    if result_a.attention.shape[:2] == result_b.attention.shape[:2]:
+        dist = head_distance(result_a, result_b)
+        fig = head_grid(dist, title="Difference per head (mean row distance)", colorbar="distance", zmin=0.0,
+                        colorscale="Magma", fmt=".4f", ablated=aw.ablated_heads(), selected=(layer, head))
+        aw.clickable_head_grid(fig, "cmp_grid")
+        st.caption("Mean total-variation distance between matching rows: 0 = same, 1 = disjoint. Click a head "
+                   "to open it on the heatmap page (for the sidebar's text).")
+    else:
+        st.info(f"The models have different layer x head grids ({result_a.n_layers} x {result_a.n_heads} and "
+                f"{result_b.n_layers} x {result_b.n_heads}); only one head of each can be compared.")

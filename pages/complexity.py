@@ -7,7 +7,7 @@ from streamlit.errors import StreamlitAPIException
 
 from attnviz import complexity as cx
 from attnviz import complexity_plots as cp
-from attnviz.complexity_measure import (IMPLEMENTATIONS, PREDICTED_SLOPE, BenchConfig, input_bytes,
+from attnviz.complexity_measure import (IMPLEMENTATIONS, PREDICTED_SLOPE, SHORT_NAMES, BenchConfig, input_bytes,
                                         measure, memory_budget, plan, predict_peak_bytes, slopes)
 from attnviz.errors import AttnvizError
 
@@ -88,30 +88,31 @@ with st.container(border=True):
     c[2].number_input("Batch", key="cx_batch", step=1, on_change=_on_edit)
     c[3].selectbox("dtype", list(cx.DTYPE_BYTES), key="cx_dtype", on_change=_on_edit,
                    format_func=lambda k: f"{k} ({cx.DTYPE_BYTES[k]} B)")
-    c = st.columns(6)
+    c = st.columns(5)
     c[0].number_input("d_model", key="cx_d", step=64, on_change=_on_edit)
     c[1].number_input("Heads h", key="cx_h", step=1, on_change=_on_edit)
     c[2].number_input("KV heads g", key="cx_kv", step=1, on_change=_on_edit,
                       help="Key/value heads: equal to h for multi-head, fewer for GQA, 1 for MQA.")
     c[3].number_input("Layers L", key="cx_layers", step=1, on_change=_on_edit)
-    c[4].number_input("Feed-forward d_ff", key="cx_dff", step=256, on_change=_on_edit)
-    c[5].toggle("Gated FFN (SwiGLU)", key="cx_gated", on_change=_on_edit,
-                help="Gated feed-forward blocks (LLaMA) use three d×d_ff matrices instead of two.")
-    c = st.columns([1, 1, 1, 3])
+    c[4].number_input("FFN width d_ff", key="cx_dff", step=256, on_change=_on_edit,
+                      help="Hidden width of the feed-forward block (4·d_model in BERT and GPT-2).")
+    c = st.columns([1, 1, 1, 1.3, 2.7], vertical_alignment="bottom")
     c[0].number_input("Window w", key="cx_window", step=64, on_change=_on_edit,
                       help="Keys each query sees in sliding-window attention.")
     c[1].number_input("Sparse block s", key="cx_sparse", step=16, on_change=_on_edit,
                       help="Block size of the strided sparse pattern; 0 picks s = √n.")
     c[2].number_input("Flash block B", key="cx_flash", step=16, on_change=_on_edit,
                       help="Width of the key blocks FlashAttention processes at once.")
+    c[3].toggle("Gated FFN", key="cx_gated", on_change=_on_edit,
+                help="Gated feed-forward blocks (SwiGLU, LLaMA) use three d×d_ff matrices instead of two.")
     preset = s["cx_preset"]
     if preset in cx.PRESETS:
-        c[3].caption(f"**Source:** {cx.PRESETS[preset].source}")
+        c[4].caption(f"**Source:** {cx.PRESETS[preset].source}")
     elif preset == LOADED:
-        c[3].caption(f"**Source:** the config of `{s.get('cx_loaded_name', '?')}` as loaded "
+        c[4].caption(f"**Source:** the config of `{s.get('cx_loaded_name', '?')}` as loaded "
                      "(ModelFacts and its transformers config).")
     else:
-        c[3].caption("**Source:** your own sizes.")
+        c[4].caption("**Source:** your own sizes.")
 
 cfg = None
 try:
@@ -120,10 +121,6 @@ try:
                              **{field: s[key] for key, field in FIELDS.items()})
 except AttnvizError as e:
     st.warning(str(e))
-
-tab_names = ["Costs at n", "Curves against n", "Attention vs feed-forward", "Attention vs RNN",
-             "Measured here"]
-tabs = st.tabs(tab_names)
 
 if cfg is not None:
     costs = cx.variant_costs(cfg)
@@ -137,23 +134,31 @@ if cfg is not None:
                 help=f"With the config's {cfg.n_kv_heads} KV heads per layer.")
     m[4].metric("Attention passes FFN at", f"n ≈ {cx.ffn_crossover(cfg):,.0f}")
 
+
+tab_names = ["Costs at n", "Curves against n", "Attention vs feed-forward", "Attention vs RNN",
+             "Measured here"]
+tabs = st.tabs(tab_names)
+
+if cfg is not None:
+    costs = cx.variant_costs(cfg)
+    text = cx.sentences(cfg)
     with tabs[0]:
         rows = []
         for key, vc in costs.items():
             rows.append({
-                "Variant": vc.variant.label,
+                "Variant": vc.variant.label + ("" if vc.variant.exact else " ≈"),
                 "Time": vc.variant.big_o,
-                "Exact": "yes" if vc.variant.exact else "no",
-                "Keys per query": f"{vc.keys_per_query:,}" if key != "linear" else "— (no scores)",
-                "FLOPs forward": cx.human_flops(vc.flops_forward),
-                "FLOPs training": cx.human_flops(vc.flops_training),
-                "Scores held (1 layer)": cx.human_bytes(vc.attention_matrix_bytes),
-                "Activations (all layers)": cx.human_bytes(vc.activation_bytes),
-                "KV cache / token": cx.human_bytes(vc.kv_cache_bytes_per_token) if key != "linear"
-                else "— (fixed state)",
-                "KV cache at n": cx.human_bytes(vc.kv_cache_bytes),
+                "Keys/query": f"{vc.keys_per_query:,}" if key != "linear" else "none",
+                "FLOPs fwd": cx.human_flops(vc.flops_forward),
+                "FLOPs train": cx.human_flops(vc.flops_training),
+                "Scores (1 layer)": cx.human_bytes(vc.attention_matrix_bytes),
+                "Activations": cx.human_bytes(vc.activation_bytes),
+                "KV / token": cx.human_bytes(vc.kv_cache_bytes_per_token) if key != "linear" else "fixed",
+                "KV at n": cx.human_bytes(vc.kv_cache_bytes),
             })
         st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+        st.caption("≈ marks approximations of softmax attention; the others compute it exactly. "
+                   "FLOPs and activations cover all layers and the batch; scores are one layer's.")
         left, right = st.columns([3, 2])
         with left:
             st.markdown("\n".join(f"- {t}" for t in text.values()))
@@ -249,7 +254,7 @@ def measured_here():
         "predicted first; sizes that would not fit the cap, or would take too long, are skipped.")
     c = st.columns([3, 2, 1, 1])
     c[0].multiselect("Implementations", list(IMPLEMENTATIONS), key="cx_bench_impls",
-                     format_func=IMPLEMENTATIONS.get, disabled=running)
+                     format_func=SHORT_NAMES.get, disabled=running)
     c[1].select_slider("Largest n", SIZE_CHOICES, key="cx_bench_max", disabled=running)
     c[2].number_input("Heads", key="cx_bench_heads", min_value=1, max_value=16, step=1, disabled=running)
     c[3].number_input("Memory cap (GB)", key="cx_bench_mem", min_value=0.1, max_value=16.0, step=0.5,
@@ -302,7 +307,7 @@ def _show_results(bench) -> None:
     fitted = slopes(results)
     c = st.columns(max(1, len(fitted)))
     for col, (impl, slope) in zip(c, fitted.items()):
-        col.metric(f"{IMPLEMENTATIONS[impl]}: fitted slope", f"{slope:.2f}",
+        col.metric(f"{SHORT_NAMES[impl]}: fitted slope of time", f"{slope:.2f}",
                    delta=f"{slope - PREDICTED_SLOPE[impl]:+.2f} vs predicted {PREDICTED_SLOPE[impl]:g}",
                    delta_color="off")
     left, right = st.columns(2)

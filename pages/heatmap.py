@@ -5,12 +5,17 @@ import streamlit as st
 from attnviz.errors import BadInput
 from attnviz.plots import PALETTES, focus_figure, heatmap_figure, lines_figure
 from attnviz.raster import GridLayout, default_thumb, grid_figure, grid_png
+from attnviz.export import result_npz
+from attnviz.ui.figure import show_figure
 from attnviz.ui.heads import consume_selection, head_picker
+from attnviz.ui.share import bind, presenting
 from attnviz.ui.shell import ensure_app_shell
 from attnviz.ui.sidebar import require_result
 from attnviz.views import PAIR_BLOCKS, colour_range, select_view
 
 ensure_app_shell()
+bind({"hm_stack": str, "hm_hide_special": bool, "hm_renorm": bool, "hm_scale": str, "hm_palette": str,
+      "hm_block": str, "hm_focus": int})
 
 STACK_LABELS = {"self": "self-attention", "decoder": "decoder self-attention", "cross": "cross-attention (decoder → encoder)"}
 
@@ -41,7 +46,7 @@ if clicked:
     st.session_state["layer"], st.session_state["head"] = clicked
 ablated = {tuple(x) for x in st.session_state.get("ablated_heads", set())}
 
-with st.expander("Display options", expanded=False):
+with st.expander("Display options", expanded=False) if not presenting() else st.container(height=1, border=False):
     c1, c2, c3 = st.columns(3)
     with c1:
         st.toggle("Hide special tokens ([CLS], [SEP], …)", key="hm_hide_special")
@@ -80,8 +85,8 @@ with grid_text:
 with grid_col:
     layout = GridLayout(n_layers, n_heads, default_thumb(n_layers, n_heads, attention.shape[2]), 2)
     png = grid_png(attention, layout, palette, selected=(layer, head), ablated=ablated)
-    st.plotly_chart(grid_figure(png, layout, ablated=ablated), key="hm_grid", on_select="rerun",
-                    selection_mode="points", config={"displayModeBar": False})
+    show_figure(grid_figure(png, layout, ablated=ablated), key="hm_grid", name="all-heads", on_select="rerun",
+                selection_mode="points", exports=False)
 
 # --- one head ---------------------------------------------------------------------------
 st.subheader(f"Layer {layer}, head {head}" + (" (ablated elsewhere: weights shown are its own)" if (layer, head) in ablated else ""))
@@ -92,14 +97,13 @@ try:
 except BadInput as e:
     st.warning(str(e))
     st.stop()
-colour, zmin, zmax = colour_range(view.values, scale)
+zmin, zmax, log_floor = colour_range(view.values, scale)
 fig_col, info_col = st.columns([3, 1])
 with fig_col:
-    st.plotly_chart(
-        heatmap_figure(colour, q_tokens, k_tokens, rows=view.rows, cols=view.cols, raw=view.values,
-                       zmin=zmin, zmax=zmax, colorscale=palette,
-                       colorbar_title={"log": "log10 weight"}.get(scale, "weight")),
-        key="hm_heatmap", width="stretch")
+    show_figure(
+        heatmap_figure(view.values, q_tokens, k_tokens, rows=view.rows, cols=view.cols,
+                       zmin=zmin, zmax=zmax, colorscale=palette, log_floor=log_floor),
+        key="hm_heatmap", name=f"attention-layer{layer}-head{head}")
 with info_col:
     full = attention[layer, head]
     on_special = float(full[:, k_special].sum(axis=1).mean()) if k_special.any() else 0.0
@@ -112,8 +116,9 @@ with info_col:
                                                    if view.renormalised else "Rows are not renormalised: they sum to "
                                                    "less than 1 where special tokens took weight."))
     if scale != "linear":
-        st.caption("Colours are " + ("clipped at the 99th percentile" if scale == "clip" else "log10 of the weight")
-                   + "; hover shows the exact weight.")
+        st.caption("Colours are " + ("clipped at the 99th percentile: larger weights share the top colour"
+                                     if scale == "clip" else "spaced by log10 of the weight, so small weights get "
+                                     "distinct colours") + "; hover and exports show the exact weight.")
     if attention.shape[2] > 160:
         st.caption("Long input: hover shows row/column positions; the axes label every few tokens.")
 
@@ -130,21 +135,28 @@ layer_heads_ablated = {h for (l, h) in ablated if l == layer}
 c_out, c_in = st.columns(2)
 if which == "self":
     with c_out:
-        st.plotly_chart(focus_figure(attention[layer], focus, q_tokens, direction="out", colorscale=palette,
-                                     ablated_heads=layer_heads_ablated), key="hm_focus_out", width="stretch")
+        show_figure(focus_figure(attention[layer], focus, q_tokens, direction="out", colorscale=palette,
+                                 ablated_heads=layer_heads_ablated), key="hm_focus_out", name=f"layer{layer}-token{focus}-out")
     with c_in:
-        st.plotly_chart(focus_figure(attention[layer], focus, q_tokens, direction="in", colorscale=palette,
-                                     ablated_heads=layer_heads_ablated), key="hm_focus_in", width="stretch")
+        show_figure(focus_figure(attention[layer], focus, q_tokens, direction="in", colorscale=palette,
+                                 ablated_heads=layer_heads_ablated), key="hm_focus_in", name=f"layer{layer}-token{focus}-in")
 else:
-    st.plotly_chart(focus_figure(attention[layer], focus, k_tokens, direction="out", colorscale=palette,
-                                 ablated_heads=layer_heads_ablated), key="hm_focus_out", width="stretch")
+    show_figure(focus_figure(attention[layer], focus, k_tokens, direction="out", colorscale=palette,
+                             ablated_heads=layer_heads_ablated), key="hm_focus_out", name=f"layer{layer}-token{focus}-out")
 
-if which == "self" and n_q <= 128:
+if which == "self" and n_q <= 128 and not presenting():
     st.markdown(f"**Lines view** (layer {layer}, head {head}): each token on the left sends lines to the "
                 "tokens it attends to on the right; darker and thicker lines carry more weight. The "
                 "focus token's lines are drawn alone; untick to see every token's.")
     only_focus = st.checkbox("Only the focus token", value=True, key="hm_lines_focus")
-    st.plotly_chart(lines_figure(attention[layer, head], q_tokens, focus=focus if only_focus else None),
-                    key="hm_lines", width="stretch")
-elif which == "self":
+    show_figure(lines_figure(attention[layer, head], q_tokens, focus=focus if only_focus else None),
+                key="hm_lines", name=f"lines-layer{layer}-head{head}")
+elif which == "self" and not presenting():
     st.caption("The lines view is drawn for inputs up to 128 tokens.")
+
+if not presenting():
+    st.download_button("Download every layer and head (.npz)", lambda: result_npz(result),
+                       file_name="attention.npz", mime="application/octet-stream", key="hm_npz",
+                       on_click="ignore", icon=":material/download:",
+                       help="attention (layer, head, query, key) float32, tokens, ids, masks and model facts; "
+                            "load with numpy.load or attnviz.export.load_result_npz")

@@ -74,7 +74,7 @@ tied = [qs[i] for i in range(q.shape[0]) if (hard[i] > 0).sum() > 1]
 st.markdown(f"Largest difference from the hard lookup: **{gap:.4f}**. Output of query 1: "
             f"[{', '.join(f'{x:.4f}' for x in s.output[0])}] (at T = 1: "
             f"[{', '.join(f'{x:.4f}' for x in s1.output[0])}]). "
-            + (f"{', '.join(tied)} {'has' if len(tied) == 1 else 'have'} tied best scores, so even a tiny T "
+            + (f"{', '.join(tied).capitalize()} {'has' if len(tied) == 1 else 'have'} tied best scores, so even a tiny T "
                "splits the weight evenly between them." if tied else ""))
 
 r = st.selectbox("Follow one query across temperatures", range(q.shape[0]), format_func=lambda i: qs[i],

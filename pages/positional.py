@@ -9,6 +9,9 @@ from attnviz import positional as pe
 from attnviz.errors import AttnvizError, BadInput
 from attnviz.positional import plots
 from attnviz.ui.positional_widgets import explain, show
+from attnviz.ui.shell import ensure_app_shell
+
+ensure_app_shell()
 
 SMALL_SIDE = 128  # cells per side of the sinusoidal companions in the Learned tab (keeps it under ~1 MB)
 TABS = ["Sinusoidal", "Learned", "RoPE", "ALiBi", "Why positions", "Comparison"]
@@ -215,7 +218,7 @@ def rope_tab():
     with right:
         default = [i for i in (0, 1, 2, n_pairs // 2) if i < n_pairs]
         pairs = st.multiselect("Pairs to draw", list(range(n_pairs)), default=sorted(set(default)), key="pe_rope_pairs",
-                               max_selections=6, format_func=lambda i: f"pair {i} (θ = {thetas[i]:.3g})")
+                               max_selections=6, format_func=lambda i: f"pair {i}")
         explain(f"""
 RoPE splits q and k into {n_pairs} pairs of numbers and turns pair i by the angle **m · θ_i** at
 position m, with θ_i = {base:g}^(−2i/{d_head}). Move the slider: pair 0 turns one radian per
@@ -224,7 +227,7 @@ plane changes, so its length (and the content it carries) is kept.""")
     with left:
         if pairs:
             angles = np.array([m * thetas[i] for i in pairs])
-            show(plots.rotation_figure(angles, thetas[pairs], m, [f"pair {i}" for i in pairs]), "pe_rope_rot")
+            show(plots.rotation_figure(angles, thetas[pairs], m, [f"pair {i}: θ={thetas[i]:.3g}" for i in pairs]), "pe_rope_rot")
         else:
             st.info("Pick at least one pair to draw.")
 
@@ -292,17 +295,18 @@ RoPE does not by itself make far tokens score lower; it makes it easy for a head
     seq_len = c2.slider("Sequence length", 2, 32, 16, key="pe_rope_len")
     strength = c3.slider("Match strength (score at distance 0)", 0.5, 16.0, 8.0, 0.5, key="pe_rope_strength")
     demo = pe.rope_attention_demo(seq_len, d_head, base, "repeated" if content.startswith("the same") else "random", strength)
-    labels = [f"p{i}" for i in range(seq_len)]
+    labels = [str(i) for i in range(seq_len)]
     left, right = st.columns(2)
     zmax = float(max(demo["plain"].max(), demo["rope"].max()))
     with left:
-        show(plots.token_heatmap(demo["plain"], labels, labels, title="Without positions", zmax=zmax), "pe_rope_plain")
+        show(plots.token_heatmap(demo["plain"], labels, labels, title="Without positions", zmax=zmax, x_title="key position", y_title="query position"), "pe_rope_plain")
     with right:
-        show(plots.token_heatmap(demo["rope"], labels, labels, title="With RoPE", zmax=zmax), "pe_rope_with")
+        show(plots.token_heatmap(demo["rope"], labels, labels, title="With RoPE", zmax=zmax, x_title="key position", y_title="query position"), "pe_rope_with")
     explain("""
 With the same token everywhere, attention without positions cannot tell the copies apart: every
-weight is 1/n. With RoPE, each copy prefers itself and its neighbours, and every row is the row
-above shifted by one: the pattern depends on the offset only. Try base 100 for a sharper band.""")
+weight is 1/n. With RoPE, each copy prefers itself and its neighbours. The raw scores depend on the
+offset only (each row is the row above shifted by one); the weights differ a little near the edges,
+where a query has fewer neighbours to share its attention with. Try base 100 for a sharper band.""")
 
 
 # ---------------------------------------------------------------- ALiBi
@@ -340,9 +344,9 @@ Steep heads look only at the last few tokens; gentle ones see far.""")
     bias = pe.alibi_bias(n_heads, seq_len, causal)
     dist = np.arange(seq_len)
     left, right = st.columns(2)
-    labels = [f"p{i}" for i in range(seq_len)]
+    labels = [str(i) for i in range(seq_len)]
     with left:
-        show(plots.token_heatmap(bias[head], labels, labels, title=f"Bias of head {head} (masked cells blank)",
+        show(plots.token_heatmap(bias[head], labels, labels, title=f"Bias of head {head} (masked cells blank)", x_title="key position", y_title="query position",
                                  value_name="bias", colorscale="Blues_r", zmin=None, zmax=0), "pe_alibi_bias")
     with right:
         show(plots.lines(dist, {f"h{h}": -slopes[h] * dist for h in range(min(n_heads, 8))},
@@ -357,9 +361,9 @@ Steep heads look only at the last few tokens; gentle ones see far.""")
     left, right = st.columns(2)
     zmax = float(max(plain.max(), biased[head].max()))
     with left:
-        show(plots.token_heatmap(plain, labels, labels, title="Without ALiBi", zmax=zmax), "pe_alibi_plain")
+        show(plots.token_heatmap(plain, labels, labels, title="Without ALiBi", zmax=zmax, x_title="key position", y_title="query position"), "pe_alibi_plain")
     with right:
-        show(plots.token_heatmap(biased[head], labels, labels, title=f"With ALiBi, head {head}", zmax=zmax), "pe_alibi_with")
+        show(plots.token_heatmap(biased[head], labels, labels, title=f"With ALiBi, head {head}", zmax=zmax, x_title="key position", y_title="query position"), "pe_alibi_with")
     last = biased[head][-1]
     explain(f"""
 The same content scores, with and without head {head}'s bias. The last query gives
@@ -374,7 +378,7 @@ SCHEME_LABELS = {"none": "no positions", "sinusoidal": "sinusoidal PE added", "r
 
 def why_tab():
     st.session_state.setdefault("pe_eq_seed", 0)
-    c1, c2, c3 = st.columns([3, 2, 1])
+    c1, c2, c3 = st.columns([3, 3, 1.3])
     text = c1.text_input("Sentence", "the dog bites the man", key="pe_eq_text", max_chars=400)
     scheme = c2.radio("Positions in the layer", list(SCHEME_LABELS), format_func=SCHEME_LABELS.get, key="pe_eq_scheme",
                       horizontal=True)
@@ -391,17 +395,18 @@ def why_tab():
     zmax = float(max(rep.weights.max(), rep.weights_shuffled.max()))
     cols = st.columns(3)
     figs = [
-        (rep.weights, rep.tokens, "Attention, original order", "pe_eq_orig"),
-        (permuted, rep.shuffled_tokens, "Original attention, rows and columns shuffled", "pe_eq_perm"),
-        (rep.weights_shuffled, rep.shuffled_tokens, "Attention computed on the shuffled sentence", "pe_eq_shuf"),
+        (rep.weights, rep.tokens, "① Original sentence", "pe_eq_orig"),
+        (permuted, rep.shuffled_tokens, "② ① with rows, columns shuffled", "pe_eq_perm"),
+        (rep.weights_shuffled, rep.shuffled_tokens, "③ Computed on the shuffle", "pe_eq_shuf"),
     ]
     for col, (w, toks, title, key) in zip(cols, figs):
         with col:
             show(plots.token_heatmap(w, toks, toks, title=title, zmax=zmax, height=380), key)
     c1, c2, c3 = st.columns(3)
-    c1.metric("Attention: largest difference (middle vs right)", f"{rep.attention_error:.1e}")
-    c2.metric("Outputs: largest difference", f"{rep.output_error:.1e}")
-    c3.metric("Sentence vector (mean of outputs) change", f"{rep.pooled_error:.1e}")
+    c1.metric("Attention: ② vs ③", f"{rep.attention_error:.1e}", help="Largest |difference| between maps ② and ③.")
+    c2.metric("Outputs: shuffled vs recomputed", f"{rep.output_error:.1e}",
+              help="Largest |difference| between the original outputs put in the new order and the outputs of the shuffle.")
+    c3.metric("Sentence vector change", f"{rep.pooled_error:.1e}", help="Largest change of the mean of the outputs.")
     if rep.equivariant:
         st.success("Without positions, shuffling the words only shuffles the attention and the outputs: each word gets "
                    "exactly the same output wherever it stands, and the sentence vector does not change. "
@@ -412,8 +417,7 @@ def why_tab():
     explain("""
 The layer is one seeded attention head (d_model 16) with a fixed random vector per word. Self-attention
 only compares tokens with each other, so if nothing marks positions, moving a word moves its row and
-column of the attention and nothing else: the middle and right maps are identical (differences ~1e-16,
-rounding). Adding sinusoidal vectors to the inputs, or rotating q and k with RoPE, breaks the symmetry.""")
+column of the attention and nothing else: maps ② and ③ are identical (differences ~1e-16, rounding). Adding sinusoidal vectors to the inputs, or rotating q and k with RoPE, breaks the symmetry.""")
 
 
 # ---------------------------------------------------------------- Comparison

@@ -3,9 +3,8 @@ import streamlit as st
 
 from attnviz.errors import AttnvizError
 from attnviz.ui import training_widgets as tw
-from attnviz.ui.shell import ensure_app_shell
 
-ensure_app_shell()
+tw.app_shell()
 
 st.title("Training evolution")
 st.markdown(

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from attnviz.metrics.entropy import RowEntropy, entropy_summary, result_masks
-from attnviz.metrics.roles import ROLE_KEYS, RoleReader, RoleScores
+from attnviz.metrics.roles import ROLE_KEYS, RoleReader, RoleScores, broadness
 from attnviz.metrics.rollout import rollout_fused
 
 
@@ -38,6 +38,6 @@ def analyse(result) -> HeadAnalysis:
             acc += m
         acc /= n_heads
     nats, norm = ent.finish(plogp.reshape(-1, n), (n_layers, n_heads))
-    roles[ROLE_KEYS.index("broad")] = norm[..., reader.q].mean(axis=-1)
+    roles[ROLE_KEYS.index("broad")] = broadness(nats, allowed.sum(axis=-1))[..., reader.q].mean(axis=-1)
     return HeadAnalysis(entropy=entropy_summary(nats, norm, valid), roles=RoleScores(roles),
                         fused_mean=fused, rollout=rollout_fused(fused, allowed=None if allowed.all() else allowed))

@@ -82,7 +82,8 @@ class RowEntropy:
         if self.mask_f is not None:
             p = p * self.mask_f
         np.add(p, self.eps, out=self.buf)
-        np.log(self.buf, out=self.buf)
+        with np.errstate(invalid="ignore"):  # negative weights give nan, reported in finish()
+            np.log(self.buf, out=self.buf)
         return np.einsum("qk,qk->q", p, self.buf)
 
     def finish(self, plogp: np.ndarray, lead: tuple = ()) -> tuple[np.ndarray, np.ndarray]:

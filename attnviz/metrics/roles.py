@@ -19,7 +19,9 @@ ROLES: dict[str, tuple[str, str]] = {
     "prev": ("previous token", "mean over queries i >= 1 of the weight on key i - 1"),
     "next": ("next token", "mean over queries i <= n - 2 of the weight on key i + 1; undefined for "
              "causal models, which cannot look ahead"),
-    "broad": ("broad", "mean normalised entropy of the rows (1 = uniform over all keys it may see)"),
+    "broad": ("broad", "mean over queries of (e^H − 1) / (k − 1), where H is the row's entropy in nats and k "
+              "the number of keys it may see: e^H is the effective number of keys attended, so the score is 0 "
+              "for all weight on one key and 1 for uniform attention (0 when k = 1)"),
     "punct": ("punctuation", "mean over queries of the total weight on punctuation tokens "
               "(. , ; ! ? …); undefined when the text has none"),
     "first": ("first-token sink", "mean over queries of the weight on position 0, whatever token it is"),
@@ -58,11 +60,11 @@ def role_positions(tokens, special_mask) -> dict[str, np.ndarray]:
 
 
 def role_scores(attention: np.ndarray, tokens, special_mask, *, causal: bool = False,
-                normalised_entropy: np.ndarray | None = None) -> RoleScores:
+                row_nats: np.ndarray | None = None) -> RoleScores:
     """Role scores for every head of one input.
 
     attention: (layer, head, n, n); tokens, special_mask: length n.
-    normalised_entropy: optional (layer, head, n) from entropy.row_entropy, reused when given.
+    row_nats: optional (layer, head, n) row entropies in nats (entropy.row_entropy), reused when given.
     Scores are means over the non-padding query rows; each lies in [0, 1].
     """
     att = np.asarray(attention)
@@ -78,10 +80,11 @@ def role_scores(attention: np.ndarray, tokens, special_mask, *, causal: bool = F
             out[:, layer, head] = reader.head(att[layer, head])
     q = reader.q
     idx = {role: ROLE_KEYS.index(role) for role in ROLE_KEYS}
-    if normalised_entropy is None:
-        allowed = np.tril(np.ones((n, n), dtype=bool)) if causal else None
-        _, normalised_entropy = row_entropy(att, allowed)
-    out[idx["broad"]] = np.asarray(normalised_entropy)[..., q].mean(axis=-1)
+    allowed = np.tril(np.ones((n, n), dtype=bool)) if causal else np.ones((n, n), dtype=bool)
+    allowed &= ~padding_mask(tokens, special_mask)[None, :]
+    if row_nats is None:
+        row_nats, _ = row_entropy(att, allowed)
+    out[idx["broad"]] = broadness(row_nats, allowed.sum(axis=-1))[..., q].mean(axis=-1)
     return RoleScores(out)
 
 
@@ -128,10 +131,20 @@ class RoleReader:
         return out
 
 
-def result_role_scores(result, normalised_entropy: np.ndarray | None = None) -> RoleScores:
+def broadness(row_nats: np.ndarray, n_keys: np.ndarray) -> np.ndarray:
+    """(e^H - 1) / (k - 1) per row: 0 = one key, 1 = uniform over the k allowed keys; 0 when k = 1.
+
+    row_nats: (..., query) entropies in nats; n_keys: (query,) keys each row may see."""
+    k = np.asarray(n_keys, dtype=np.float64)
+    eff = np.exp(np.asarray(row_nats, dtype=np.float64)) - 1.0
+    out = np.divide(eff, k - 1.0, out=np.zeros(eff.shape), where=k > 1)
+    return np.clip(out, 0.0, 1.0).astype(np.float32)
+
+
+def result_role_scores(result, row_nats: np.ndarray | None = None) -> RoleScores:
     """role_scores() of an AttentionResult's (self-)attention."""
     return role_scores(result.attention, result.tokens, result.special_mask,
-                       causal=result.facts.causal, normalised_entropy=normalised_entropy)
+                       causal=result.facts.causal, row_nats=row_nats)
 
 
 def average_scores(items: list[RoleScores]) -> RoleScores:

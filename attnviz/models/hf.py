@@ -6,6 +6,7 @@ import socket
 from pathlib import Path
 
 from attnviz.errors import AttentionUnavailable, ModelNotFound
+from attnviz.runtime import cached_folder, check_fits
 from attnviz.types import ModelFacts
 
 # Model types whose base model is a bidirectional encoder. Everything in transformers'
@@ -143,6 +144,8 @@ def load_hf(name: str, *, gguf_file: str | None = None, source: str = ""):
     kind = model_kind(config)
     auto_cls = getattr(transformers, AUTO_CLASS[kind])
     where = str(path) if is_folder else name
+    # before any weights are read: a model that cannot fit would take the server down with it
+    check_fits(name, config, str(path) if is_folder else cached_folder(name), gguf=bool(gguf_file))
     try:
         model = auto_cls.from_pretrained(
             where, config=config, attn_implementation="eager", local_files_only=local_only, **kwargs

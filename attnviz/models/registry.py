@@ -9,6 +9,7 @@ from typing import Any, Callable
 
 from attnviz.errors import ModelNotFound
 from attnviz.models.hf import cached_hub_models, load_hf
+from attnviz.runtime import configure_threads
 from attnviz.types import ModelFacts
 
 DEFAULT_MODEL = "minilm"
@@ -22,8 +23,9 @@ class LoadedModel:
     model: Any  # a transformers PreTrainedModel in eval mode, eager attention
     tokenizer: Any
     facts: ModelFacts
-    # one forward pass at a time per model: concurrent sessions must not oversubscribe cores
-    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    # one forward pass at a time per model: concurrent sessions must not oversubscribe cores.
+    # Re-entrant, so code holding it may call extract() (which takes it too) without deadlock.
+    lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,7 @@ def is_slow(key: str) -> bool:
 
 def load_model(key: str) -> LoadedModel:
     """Load a packaged model by key, or any hub id / local folder. Raises ModelNotFound."""
+    configure_threads()  # torch threads = CPU count, once per process
     key = (key or "").strip()
     if not key:
         raise ModelNotFound("No model given. Choose one of the packaged models or type a hub id or folder.")

@@ -29,9 +29,11 @@ def pool(matrix: np.ndarray, max_rows: int = MAX_CELLS_SIDE, max_cols: int = MAX
     return pooled.astype(np.float32), np.arange(nr) * br, np.arange(nc) * bc, (br, bc)
 
 
-def _layout(fig: go.Figure, title: str, height: int, **kw) -> go.Figure:
-    fig.update_layout(title=dict(text=title, font=dict(size=16)), height=height, font=FONT,
-                      margin=dict(l=10, r=10, t=50 if title else 10, b=10), **kw)
+def _layout(fig: go.Figure, title: str, height: int, top: int | None = None, **kw) -> go.Figure:
+    """Common layout; `top` = top margin in px (room for the title and a legend above the plot)."""
+    top = top if top is not None else (50 if title else 10)
+    fig.update_layout(title=dict(text=title, font=dict(size=16), y=1.0, yanchor="top", pad=dict(t=12)),
+                      height=height, font=FONT, margin=dict(l=10, r=10, t=top, b=10), **kw)
     return fig
 
 
@@ -74,12 +76,15 @@ def lines(x: np.ndarray, series: dict[str, np.ndarray], *, title: str, x_title: 
                                  hovertemplate=f"{x_title} %{{x}}<br>{name}: %{{y:.4f}}<extra></extra>"))
     fig.update_xaxes(title=x_title)
     fig.update_yaxes(title=y_title)
-    return _layout(fig, title, height, legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0))
+    rows = int(np.ceil(sum(len(n) + 6 for n in series) / 90))  # rough legend rows at ~90 characters each
+    return _layout(fig, title, height + 22 * rows, top=50 + 22 * rows,
+                   legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0))
 
 
 def token_heatmap(weights: np.ndarray, row_labels, col_labels, *, title: str, height: int = 420,
                   zmax: float | None = None, value_name: str = "weight", colorscale: str = "Viridis",
-                  zmin: float | None = 0.0, zmid: float | None = None) -> go.Figure:
+                  zmin: float | None = 0.0, zmid: float | None = None,
+                  x_title: str = "key", y_title: str = "query") -> go.Figure:
     """(query, key) matrix at integer positions, labelled with tokens (repeats stay separate)."""
     w = np.asarray(weights, dtype=np.float64)
     n_r, n_c = w.shape
@@ -93,9 +98,10 @@ def token_heatmap(weights: np.ndarray, row_labels, col_labels, *, title: str, he
                                colorscale=colorscale, zmin=zmin, zmax=zmax, zmid=zmid, colorbar=dict(title=value_name),
                                hovertemplate=f"query %{{customdata[0]}}<br>key %{{customdata[1]}}<br>{value_name} %{{z:.4f}}<extra></extra>"))
     step = max(1, int(np.ceil(max(n_r, n_c) / 40)))
-    fig.update_xaxes(title="key", tickmode="array", tickvals=list(range(0, n_c, step)),
-                     ticktext=[str(col_labels[j]) for j in range(0, n_c, step)], tickangle=-45)
-    fig.update_yaxes(title="query", tickmode="array", tickvals=list(range(0, n_r, step)),
+    short = all(len(str(t)) <= 3 for t in col_labels)
+    fig.update_xaxes(title=x_title, tickmode="array", tickvals=list(range(0, n_c, step)),
+                     ticktext=[str(col_labels[j]) for j in range(0, n_c, step)], tickangle=0 if short else -45)
+    fig.update_yaxes(title=y_title, tickmode="array", tickvals=list(range(0, n_r, step)),
                      ticktext=[str(row_labels[i]) for i in range(0, n_r, step)], autorange="reversed")
     return _layout(fig, title, height)
 

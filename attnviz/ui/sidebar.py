@@ -34,6 +34,7 @@ def render() -> None:
     st.session_state.setdefault("text", first_a)
     st.session_state.setdefault("text_pair", "")
     st.session_state.setdefault("use_pair", False)
+    st.session_state.setdefault("present", False)
     with st.sidebar:
         st.markdown("### Model and text")
         opts = _model_options()
@@ -49,6 +50,8 @@ def render() -> None:
         st.toggle("Sentence pair", key="use_pair", help="Feed a second sentence as segment B ([SEP]-separated).")
         if st.session_state["use_pair"]:
             st.text_input("Second sentence (B)", key="text_pair")
+        st.toggle("Presentation mode", key="present",
+                  help="Large fonts and figures, fewer controls: for a projector (1280 x 720).")
 
 
 def model_key() -> str:

@@ -15,6 +15,16 @@ STACK_LABELS = {"self": "encoder self-attention", "decoder": "decoder self-atten
                 "cross": "cross-attention (decoder → encoder)"}
 
 
+def app_shell() -> None:
+    """attnviz.ui.shell.ensure_app_shell(), once per session: its rerun, if repeated on every run
+    (as under AppTest), would swallow the click of any button on the page."""
+    from attnviz.ui.shell import ensure_app_shell
+
+    if not st.session_state.get("tr_shell_checked"):
+        st.session_state["tr_shell_checked"] = True
+        ensure_app_shell()
+
+
 @st.cache_resource(max_entries=8, show_spinner=False)
 def recorded(name: str) -> Run | None:
     """The recorded run shipped in assets/runs/<name>.npz (shared: never mutate it)."""
@@ -276,7 +286,6 @@ def toy_controls() -> str:
         runs().pop(slot, None)
     if slot not in runs() and job_of(slot) is None and recorded(task) is not None:
         runs()[slot] = recorded(task)
-    print("DEBUG train", train, st.session_state.get("tr_source"))
     if train:
         _start_toy(task, slot)
     return slot

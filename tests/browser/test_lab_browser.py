@@ -12,10 +12,11 @@ def test_lower_temperature_sharpens(app_server, page):
     page.get_by_text("Attention returns (weighted lifespan)").wait_for()
     before = plotly_z(page, 0)
     assert round(max(before[0]), 4) == 0.4519  # T = 1: the worked example's row 1
-    thumb = page.locator('[data-testid="stSlider"] [role="slider"]').first
+    # the range input is visually hidden: focus it and use the arrow keys
+    thumb = page.locator('[data-testid="stSlider"] input[type="range"]').first
     thumb.focus()
     for _ in range(15):  # 15 notches left on the log grid: T 1.0 -> 0.032
-        thumb.press("ArrowLeft")
+        page.keyboard.press("ArrowLeft")
     wait_for_app(page)
     page.wait_for_function("() => { const el = document.querySelectorAll('.js-plotly-plot')[0];"
                            " return el && el._fullData && Math.max(...el._fullData[0].z[0]) > 0.9; }", timeout=30000)

@@ -44,10 +44,21 @@ def test_hiding_everything_is_plain_error():
 
 
 def test_colour_scales():
-    v, lo, hi = colour_range(M, "linear")
-    assert (lo, hi) == (0.0, pytest.approx(0.6))
-    v, lo, hi = colour_range(np.arange(101, dtype=np.float32), "clip", 99)
-    assert hi == pytest.approx(99.0)
-    v, lo, hi = colour_range(np.array([[1e-6, 0.01, 1.0]]), "log")
-    np.testing.assert_allclose(v, [[-4.0, -2.0, 0.0]], atol=1e-6)
-    assert lo == -4.0
+    assert colour_range(M, "linear") == (0.0, pytest.approx(0.6), None)
+    lo, hi, floor = colour_range(np.arange(101, dtype=np.float32), "clip", 99)
+    assert hi == pytest.approx(99.0) and floor is None
+    lo, hi, floor = colour_range(np.array([[1e-6, 0.01, 1.0]]), "log")
+    assert (lo, hi, floor) == (0.0, 1.0, 1e-4)
+
+
+def test_log_colorscale_follows_log10_of_the_weight():
+    from plotly.colors import get_colorscale, sample_colorscale
+
+    from attnviz.plots import log_colorscale
+
+    stops = log_colorscale("Viridis", 1e-4, 1.0, n_stops=5)  # weights 1e-4, 1e-3, 1e-2, 1e-1, 1
+    positions = [p for p, _ in stops]
+    assert positions == sorted(positions) and positions[0] == 0.0 and positions[-1] == 1.0
+    np.testing.assert_allclose(positions[1:], [1e-4, 1e-3, 1e-2, 1e-1, 1.0])
+    mid = sample_colorscale(get_colorscale("Viridis"), [0.5])[0]
+    assert stops[3][1] == mid  # weight 0.01 is half way in log10 between 1e-4 and 1

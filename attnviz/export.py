@@ -1,0 +1,136 @@
+"""Exports: figures as CSV numbers, standalone offline HTML, SVG/PNG; results as .npz."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import shutil
+
+import numpy as np
+
+from attnviz.errors import AttnvizError
+
+CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome")
+
+
+def _labels(axis: dict, n: int) -> list[str]:
+    """Tick text per integer position when the axis maps positions to tokens."""
+    vals, text = axis.get("tickvals"), axis.get("ticktext")
+    out = [str(i) for i in range(n)]
+    if vals is not None and text is not None:
+        for v, t in zip(vals, text):
+            if isinstance(v, (int, float)) and 0 <= int(v) < n:
+                out[int(v)] = f"{int(v)}:{t}"
+    return out
+
+
+def figure_csv(fig) -> str:
+    """The numbers behind a plotly figure as CSV.
+
+    Heatmaps: one block per trace, a header row of column labels, then one row per y label.
+    Scatter/bar traces: columns trace, x, y. Images are skipped (their numbers are elsewhere)."""
+    out = io.StringIO()
+    w = csv.writer(out)
+    layout = fig.layout.to_plotly_json() if hasattr(fig, "layout") else {}
+    for i, trace in enumerate(fig.data):
+        kind = trace.type
+        name = trace.name or f"trace {i}"
+        if kind == "heatmap" and trace.z is not None:
+            z = np.asarray(trace.z, dtype=float)
+            if z.ndim == 1:
+                z = z[None, :]
+            cols = _labels(layout.get("xaxis", {}), z.shape[1]) if trace.x is None or np.issubdtype(
+                np.asarray(trace.x).dtype, np.number) else [str(x) for x in trace.x]
+            rows = _labels(layout.get("yaxis", {}), z.shape[0]) if trace.y is None or np.issubdtype(
+                np.asarray(trace.y).dtype, np.number) else [str(y) for y in trace.y]
+            w.writerow([f"# {name} (rows: y, columns: x)"] + cols)
+            for label, row in zip(rows, z):
+                w.writerow([label] + [f"{v:.6g}" for v in row])
+        elif kind in ("scatter", "bar", "scattergl") and trace.y is not None and trace.x is not None:
+            w.writerow(["trace", "x", "y"])
+            for x, y in zip(trace.x, trace.y):
+                if x is None or y is None:
+                    continue
+                w.writerow([name, x, y])
+    return out.getvalue()
+
+
+def figure_html(fig) -> str:
+    """A standalone HTML page of the figure that opens offline (plotly.js inlined, no CDN)."""
+    return fig.to_html(include_plotlyjs=True, full_html=True)
+
+
+def chromium_path() -> str | None:
+    env = os.environ.get("BROWSER_PATH")
+    if env and os.path.exists(env):
+        return env
+    for path in CHROMIUM_CANDIDATES:
+        if os.path.exists(path):
+            return path
+    found = shutil.which("chromium")
+    return found
+
+
+def figure_image(fig, fmt: str = "svg", scale: float = 2.0) -> bytes:
+    """SVG or PNG bytes rendered server-side by kaleido driving the installed Chromium."""
+    path = chromium_path()
+    if path is None:
+        raise AttnvizError("Server-side image export needs Chromium (Debian package 'chromium'; "
+                           "`make test` installs it). The camera icon on each figure saves a PNG in the browser.")
+    os.environ.setdefault("BROWSER_PATH", path)
+    try:
+        return fig.to_image(format=fmt, scale=scale if fmt == "png" else 1)
+    except Exception as e:  # kaleido/Chromium failures become a plain message
+        raise AttnvizError(f"The {fmt.upper()} export failed: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from e
+
+
+def result_npz(result) -> bytes:
+    """The whole AttentionResult as .npz: arrays as arrays, everything else in a JSON header."""
+    arrays = {
+        "attention": result.attention, "special_mask": result.special_mask,
+        "continuation": result.continuation, "segment_ids": result.segment_ids,
+        "token_ids": np.asarray(result.token_ids, dtype=np.int64),
+    }
+    for name in ("decoder_attention", "cross_attention", "decoder_special_mask"):
+        value = getattr(result, name)
+        if value is not None:
+            arrays[name] = value
+    facts = result.facts
+    header = {
+        "format": "attnviz.AttentionResult", "version": 1,
+        "tokens": list(result.tokens), "decoder_tokens": list(result.decoder_tokens or []) or None,
+        "text": result.text, "text_pair": result.text_pair,
+        "facts": {k: getattr(facts, k) for k in facts.__dataclass_fields__},
+        "truncation": None if result.truncation is None else {
+            "n_tokens_requested": result.truncation.n_tokens_requested,
+            "n_tokens_kept": result.truncation.n_tokens_kept, "max_tokens": result.truncation.max_tokens},
+        "ablated": sorted(list(x) for x in result.ablated),
+        "shape": "attention is (layer, head, query, key) float32",
+    }
+    buf = io.BytesIO()
+    np.savez_compressed(buf, header=np.frombuffer(json.dumps(header).encode(), dtype=np.uint8), **arrays)
+    return buf.getvalue()
+
+
+def load_result_npz(data: bytes):
+    """Inverse of result_npz: an AttentionResult from .npz bytes (raises AttnvizError)."""
+    from attnviz.types import AttentionResult, ModelFacts, Truncation
+
+    try:
+        z = np.load(io.BytesIO(data), allow_pickle=False)
+        header = json.loads(bytes(z["header"]).decode())
+        if header.get("format") != "attnviz.AttentionResult":
+            raise ValueError("not an attnviz result")
+        t = header["truncation"]
+        extra = {name: z[name] for name in ("decoder_attention", "cross_attention", "decoder_special_mask") if name in z}
+        return AttentionResult(
+            attention=z["attention"], tokens=tuple(header["tokens"]),
+            token_ids=tuple(int(i) for i in z["token_ids"]), special_mask=z["special_mask"],
+            continuation=z["continuation"], segment_ids=z["segment_ids"], facts=ModelFacts(**header["facts"]),
+            text=header["text"], text_pair=header["text_pair"],
+            truncation=Truncation(**t) if t else None,
+            decoder_tokens=tuple(header["decoder_tokens"]) if header.get("decoder_tokens") else None,
+            ablated=frozenset(tuple(x) for x in header.get("ablated", [])), **extra)
+    except (ValueError, KeyError, OSError, json.JSONDecodeError, TypeError) as e:
+        raise AttnvizError(f"This file is not an attnviz result (.npz written by attnviz): {e}") from e

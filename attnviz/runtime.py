@@ -1,0 +1,145 @@
+"""Process-wide runtime settings: torch threads set once, and a memory check before loading a model."""
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+from attnviz.errors import ModelTooLarge
+
+# Share of the estimated weight bytes added for activations, the tokenizer and loading overhead.
+LOAD_OVERHEAD = 0.25
+# Bytes per parameter of the dtypes a config may name (transformers loads in the checkpoint's dtype).
+DTYPE_BYTES = {"float32": 4, "float": 4, "float64": 8, "float16": 2, "half": 2, "bfloat16": 2,
+               "int8": 1, "uint8": 1}
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
+
+_threads_lock = threading.Lock()
+_threads_set: int | None = None
+
+
+def cpu_threads() -> int:
+    """CPUs this process may run on (ATTNVIZ_THREADS overrides)."""
+    env = os.environ.get("ATTNVIZ_THREADS", "").strip()
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def configure_threads() -> int:
+    """Set torch's intra-op threads to the CPU count, once per process; returns the count.
+
+    Forward passes are serialised per model by LoadedModel.lock, so one pass at a time uses
+    every core and concurrent sessions queue instead of oversubscribing the cores."""
+    global _threads_set
+    with _threads_lock:
+        if _threads_set is None:
+            import torch
+
+            _threads_set = cpu_threads()
+            torch.set_num_threads(_threads_set)
+        return _threads_set
+
+
+def available_bytes() -> int | None:
+    """Memory available to new allocations (MemAvailable), or None when unknown."""
+    try:
+        import psutil
+
+        return int(psutil.virtual_memory().available)
+    except ImportError:
+        pass
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _get(config, names, default=None):
+    for name in names:
+        value = getattr(config, name, None)
+        if value is not None:
+            return value
+    return default
+
+
+def estimate_parameters(config) -> int:
+    """Parameter count of a transformer from its config: embeddings + per layer attention
+    (Q, O: d x d; K, V: d x kv_dim) and MLP (2 or, gated, 3 matrices d x d_ff). Biases and
+    norms are left out (well under 1 %). Cross-attention counts for encoder-decoder decoders."""
+    d = int(_get(config, ("hidden_size", "n_embd", "d_model"), 0))
+    vocab = int(_get(config, ("vocab_size",), 0))
+    n_heads = int(_get(config, ("num_attention_heads", "n_head", "num_heads", "encoder_attention_heads"), 1))
+    kv_dim = int(_get(config, ("num_key_value_heads",), n_heads)) * (d // max(n_heads, 1))
+    d_ff = int(_get(config, ("intermediate_size", "n_inner", "d_ff", "encoder_ffn_dim", "ffn_dim"), 0) or 4 * d)
+    gated = hasattr(config, "num_key_value_heads") or "gated" in str(getattr(config, "feed_forward_proj", ""))
+    attn = 2 * d * d + 2 * d * kv_dim
+    mlp = (3 if gated else 2) * d * d_ff
+    if getattr(config, "is_encoder_decoder", False):
+        enc = int(_get(config, ("encoder_layers", "num_layers"), 0))
+        dec = int(_get(config, ("decoder_layers", "num_decoder_layers"), enc))
+        layers = enc * (attn + mlp) + dec * (2 * attn + mlp)
+    else:
+        layers = int(_get(config, ("num_hidden_layers", "n_layer", "num_layers"), 0)) * (attn + mlp)
+    embeddings = vocab * d * (1 if getattr(config, "tie_word_embeddings", True) else 2)
+    positions = int(_get(config, ("max_position_embeddings", "n_positions"), 0) or 0) * d
+    return int(embeddings + positions + layers)
+
+
+def weight_file_bytes(folder: str | Path | None) -> int:
+    """Total size of the weight files in a model folder (safetensors preferred, as transformers
+    does); 0 when there is no folder or no weights."""
+    if not folder:
+        return 0
+    path = Path(folder)
+    if not path.is_dir():
+        return 0
+    files = [p for p in path.iterdir() if p.suffix in WEIGHT_SUFFIXES and p.is_file()]
+    safe = [p for p in files if p.suffix == ".safetensors"]
+    return sum(p.stat().st_size for p in (safe or files))  # stat follows HF cache symlinks
+
+
+def cached_folder(name: str) -> str | None:
+    """The HF-cache snapshot folder of a hub id, if its config is cached."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        found = try_to_load_from_cache(name, "config.json")
+    except Exception:  # bad repo id, no cache: nothing to measure
+        return None
+    return str(Path(found).parent) if isinstance(found, str) else None
+
+
+def estimate_model_bytes(config, folder: str | Path | None = None, gguf: bool = False) -> int:
+    """Bytes the loaded weights take: the larger of parameters x dtype size (float32 for GGUF,
+    which is dequantised) and the weight files on disk."""
+    dtype = str(_get(config, ("dtype", "torch_dtype"), "float32")).replace("torch.", "")
+    per_param = 4 if gguf else DTYPE_BYTES.get(dtype, 4)
+    return max(estimate_parameters(config) * per_param, 0 if gguf else weight_file_bytes(folder))
+
+
+def check_fits(name: str, config, folder: str | Path | None = None, gguf: bool = False,
+               available: int | None = None) -> None:
+    """Raise ModelTooLarge when the model would not fit in the memory available now.
+
+    available: bytes free (default: measured). ATTNVIZ_SKIP_MEMORY_CHECK=1 turns the check off."""
+    if os.environ.get("ATTNVIZ_SKIP_MEMORY_CHECK") == "1":
+        return
+    free = available_bytes() if available is None else available
+    if free is None:
+        return
+    weights = estimate_model_bytes(config, folder, gguf)
+    needed = int(weights * (1 + LOAD_OVERHEAD))
+    if needed > free:
+        raise ModelTooLarge(
+            f"{name} needs about {needed / 1e9:.1f} GB of memory to load (about "
+            f"{estimate_parameters(config) / 1e6:,.0f} million parameters, {weights / 1e9:.1f} GB of weights), "
+            f"but only {free / 1e9:.1f} GB is free on this machine. Choose a smaller model "
+            "(the packaged ones fit), or free memory and try again."
+        )

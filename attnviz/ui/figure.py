@@ -1,0 +1,52 @@
+"""show_figure: st.plotly_chart with presentation sizing and an export row (PNG, SVG, CSV, HTML)."""
+from __future__ import annotations
+
+import re
+
+import streamlit as st
+
+from attnviz.errors import AttnvizError
+from attnviz.export import figure_csv, figure_html, figure_image
+from attnviz.ui.share import presenting
+
+PRESENT_FONT = 18
+PRESENT_SCALE = 1.25
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "figure"
+
+
+def _svg(fig):
+    try:
+        return figure_image(fig, "svg")
+    except AttnvizError as e:
+        return f"<!-- {e} -->".encode()
+
+
+def show_figure(fig, key: str, *, name: str | None = None, exports: bool = True, **kwargs):
+    """Draw a plotly figure; return what st.plotly_chart returns (the selection with on_select).
+
+    In presentation mode fonts and heights grow. Below the figure: downloads of its numbers
+    (CSV), an offline HTML page and an SVG; the camera icon saves a PNG in the browser."""
+    name = _slug(name or key)
+    if presenting():
+        fig.update_layout(font=dict(size=PRESENT_FONT))
+        if fig.layout.height:
+            fig.update_layout(height=int(fig.layout.height * PRESENT_SCALE))
+    config = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "filename": name, "scale": 2}}
+    config.update(kwargs.pop("config", {}))
+    kwargs.setdefault("width", "stretch")
+    event = st.plotly_chart(fig, key=key, config=config, **kwargs)
+    if exports and not presenting():
+        with st.container(horizontal=True, gap="small"):
+            st.download_button("CSV", lambda: figure_csv(fig), file_name=f"{name}.csv", mime="text/csv",
+                               key=f"{key}_csv", on_click="ignore", icon=":material/table:", type="tertiary",
+                               help="The numbers behind this figure")
+            st.download_button("HTML", lambda: figure_html(fig), file_name=f"{name}.html", mime="text/html",
+                               key=f"{key}_html", on_click="ignore", icon=":material/code:", type="tertiary",
+                               help="A standalone page of this figure that opens offline")
+            st.download_button("SVG", lambda: _svg(fig), file_name=f"{name}.svg", mime="image/svg+xml",
+                               key=f"{key}_svg", on_click="ignore", icon=":material/image:", type="tertiary",
+                               help="Vector image, rendered on the server (needs Chromium)")
+    return event

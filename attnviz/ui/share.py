@@ -1,0 +1,115 @@
+"""Shareable views: the model, text, page, chosen head and each page's main settings in the URL;
+and presentation mode (large fonts, larger figures, fewer controls)."""
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+import streamlit as st
+
+# Keys every page shares, with their types. Pages add their own with bind().
+GLOBAL_KEYS: dict[str, type] = {
+    "model_choice": str, "custom_model": str, "text": str, "use_pair": bool, "text_pair": str,
+    "layer": int, "head": int, "present": bool,
+}
+MAX_TEXT_IN_URL = 2000  # longer texts are left out of links (browsers cap URLs)
+_PAGE_KEYS = "_share_page_keys"
+_RESTORED = "_share_restored"
+
+
+def _parse(raw: str, kind: type):
+    if kind is bool:
+        return raw.lower() in ("1", "true", "yes", "on")
+    if kind is int:
+        return int(raw)
+    if kind is float:
+        return float(raw)
+    return raw
+
+
+def _encode(value) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return str(value)
+
+
+def _restore(keys: dict[str, type]) -> None:
+    """Copy URL values into session state, once per key and session (before widgets exist)."""
+    done = st.session_state.setdefault(_RESTORED, set())
+    for key, kind in keys.items():
+        if key in done:
+            continue
+        done.add(key)
+        if key in st.query_params:
+            try:
+                st.session_state[key] = _parse(st.query_params[key], kind)
+            except ValueError:
+                pass  # a hand-edited link with a bad value keeps the default
+
+
+def start_run() -> None:
+    """Called by app.py before the sidebar: restore the shared keys, forget last run's page keys."""
+    st.session_state[_PAGE_KEYS] = {}
+    _restore(GLOBAL_KEYS)
+
+
+def bind(keys: dict[str, type]) -> None:
+    """A page's main settings (widget keys -> type) that go into the URL. Call before the widgets."""
+    _restore(keys)
+    st.session_state.setdefault(_PAGE_KEYS, {}).update(keys)
+
+
+def current_params() -> dict[str, str]:
+    keys = {**GLOBAL_KEYS, **st.session_state.get(_PAGE_KEYS, {})}
+    out = {}
+    for key in keys:
+        value = st.session_state.get(key)
+        if value is None or value == "":
+            continue
+        if key in ("text", "text_pair") and len(str(value)) > MAX_TEXT_IN_URL:
+            continue
+        if key in ("text_pair",) and not st.session_state.get("use_pair"):
+            continue
+        if key == "custom_model" and st.session_state.get("model_choice") != "other":
+            continue
+        out[key] = _encode(value)
+    return out
+
+
+def sync_url() -> None:
+    """Write the current view into the URL (only when it changed)."""
+    params = current_params()
+    if dict(st.query_params) != params:
+        st.query_params.from_dict(params)
+
+
+def share_link() -> str:
+    base = (st.context.url or "").split("?")[0]
+    return base + ("?" + urlencode(current_params()) if current_params() else "")
+
+
+def render_link() -> None:
+    """A 'link to this view' box at the bottom of the sidebar (the code box has a copy button)."""
+    with st.sidebar:
+        with st.expander("Link to this view", icon=":material/link:"):
+            st.code(share_link(), language=None, wrap_lines=True)
+            st.caption("Copy it with the button at the box's top right. Opening it restores the model, "
+                       "text, page, head and this page's main settings."
+                       + (" The text is too long to fit in a link." if len(st.session_state.get("text", "")) > MAX_TEXT_IN_URL else ""))
+
+
+def presenting() -> bool:
+    return bool(st.session_state.get("present"))
+
+
+PRESENTATION_CSS = """
+<style>
+html { font-size: 21px; }
+[data-testid="stMain"] h1 { font-size: 2.4rem; }
+[data-testid="stMainBlockContainer"] { padding: 2.5rem 2rem 2rem 2rem; max-width: 100%; }
+</style>
+"""
+
+
+def apply_presentation() -> None:
+    if presenting():
+        st.markdown(PRESENTATION_CSS, unsafe_allow_html=True)

@@ -1,0 +1,53 @@
+"""Chromium: selecting an entropy cell opens that head; the analytics pages render at ~512 tokens."""
+import time
+
+import pytest
+
+from tests.browser.helpers import choose, click_marker, plot_z, wait_plot
+from tests.conftest import wait_for_app
+
+pytestmark = pytest.mark.browser
+
+
+def _open(page, app_server, path):
+    # Visit the root first: a deep link as the very first request of a fresh server can run the
+    # page file without app.py (no sidebar); after one run of app.py deep links work.
+    page.goto(app_server.url + "/")
+    page.wait_for_selector("text=Model and text")
+    page.goto(app_server.url + path)
+    page.wait_for_selector("text=Model and text")
+    wait_for_app(page)
+
+
+def test_clicking_an_entropy_cell_opens_that_head(page, app_server):
+    _open(page, app_server, "/entropy")
+    i = wait_plot(page, title="Mean normalised entropy")
+    z = plot_z(page, i)
+    assert len(z) == 6 and len(z[0]) == 12 and all(0 <= v <= 1 for row in z for v in row)
+    click_marker(page, i, 7, 3)
+    page.wait_for_url("**/heatmap", timeout=60_000)
+    page.wait_for_selector("text=Layer 3, head 7", timeout=60_000)
+
+
+def test_clicking_a_role_cell_opens_that_head(page, app_server):
+    _open(page, app_server, "/head_roles")
+    i = wait_plot(page, title="Strongest role")
+    click_marker(page, i, 2, 0)
+    page.wait_for_url("**/heatmap", timeout=60_000)
+    page.wait_for_selector("text=Layer 0, head 2", timeout=60_000)
+
+
+@pytest.mark.parametrize("path,title", [("/entropy", "Mean normalised entropy"), ("/rollout", "Rollout through"),
+                                        ("/head_roles", "Strongest role"), ("/compare", "A: minilm")])
+def test_pages_render_at_512_tokens(page, app_server, path, title):
+    _open(page, app_server, path)
+    choose(page, "Example", "A long text (~512 tokens)")
+    time.sleep(0.5)
+    wait_for_app(page, 180)
+    if path == "/compare":  # B must have the same length: the same long text
+        assert page.get_by_text("different lengths").count() >= 1
+        return
+    wait_plot(page, title=title)
+    assert page.locator('[data-testid="stException"]').count() == 0
+    if path == "/entropy":
+        assert page.get_by_text("512 tokens").count() >= 1

@@ -1,0 +1,115 @@
+"""Role scores on constructed attention patterns, averaging, and the strongest role."""
+import numpy as np
+import pytest
+
+from attnviz.errors import BadInput
+from attnviz.metrics.roles import (ROLE_KEYS, RoleScores, average_scores, is_punctuation, role_scores,
+                                   strongest_role, top_heads)
+
+TOKENS = ("[CLS]", "the", "cat", "sat", ".", "[SEP]")
+SPECIAL = np.array([True, False, False, False, False, True])
+N = len(TOKENS)
+
+
+def _one(m):
+    return np.asarray(m, dtype=np.float32)[None, None]
+
+
+def test_pure_diagonal_scores_self_one_previous_zero():
+    s = role_scores(_one(np.eye(N)), TOKENS, SPECIAL)
+    assert s["self"][0, 0] == pytest.approx(1.0)
+    assert s["prev"][0, 0] == pytest.approx(0.0)
+    assert s["next"][0, 0] == pytest.approx(0.0)
+    assert s["broad"][0, 0] == pytest.approx(0.0, abs=1e-6)
+    assert s["cls"][0, 0] == pytest.approx(1 / N)  # only row 0 puts weight on [CLS]
+
+
+def test_previous_and_next_token_heads():
+    prev = np.eye(N, k=-1)
+    prev[0, 0] = 1.0
+    s = role_scores(_one(prev), TOKENS, SPECIAL)
+    assert s["prev"][0, 0] == pytest.approx(1.0)
+    assert s["self"][0, 0] == pytest.approx(1 / N)
+    nxt = np.eye(N, k=1)
+    nxt[-1, -1] = 1.0
+    s = role_scores(_one(nxt), TOKENS, SPECIAL)
+    assert s["next"][0, 0] == pytest.approx(1.0)
+    assert s["prev"][0, 0] == pytest.approx(0.0)
+
+
+def test_cls_sep_punct_first_and_broad():
+    cls = np.zeros((N, N))
+    cls[:, 0] = 1
+    s = role_scores(_one(cls), TOKENS, SPECIAL)
+    assert s["cls"][0, 0] == pytest.approx(1.0) and s["first"][0, 0] == pytest.approx(1.0)
+    sep = np.zeros((N, N))
+    sep[:, 5] = 1
+    s = role_scores(_one(sep), TOKENS, SPECIAL)
+    assert s["sep"][0, 0] == pytest.approx(1.0) and s["cls"][0, 0] == pytest.approx(0.0)
+    half = np.zeros((N, N))
+    half[:, 4] = 0.5  # half of every row on "."
+    half[:, 2] = 0.5
+    s = role_scores(_one(half), TOKENS, SPECIAL)
+    assert s["punct"][0, 0] == pytest.approx(0.5)
+    # two keys of six: effective number e^H = 2, broad = (2 - 1) / (6 - 1)
+    assert s["broad"][0, 0] == pytest.approx(0.2, abs=1e-5)
+    s = role_scores(_one(np.full((N, N), 1 / N)), TOKENS, SPECIAL)
+    assert s["broad"][0, 0] == pytest.approx(1.0, abs=1e-5)
+    assert s["sep"][0, 0] == pytest.approx(1 / N)
+
+
+def test_undefined_roles_are_nan():
+    tokens = ("a", "b", "c")
+    s = role_scores(_one(np.eye(3)), tokens, np.zeros(3, dtype=bool), causal=True)
+    for role in ("cls", "sep", "punct", "next"):
+        assert np.isnan(s[role]).all(), role
+    assert s["self"][0, 0] == pytest.approx(1.0)
+
+
+def test_padding_rows_excluded():
+    tokens = ("[CLS]", "a", "[SEP]", "[PAD]")
+    special = np.array([True, False, True, True])
+    m = np.eye(4)
+    m[3] = [1, 0, 0, 0]  # the padding row attends to [CLS]; it must not count
+    s = role_scores(_one(m), tokens, special)
+    assert s["self"][0, 0] == pytest.approx(1.0)
+    assert s["cls"][0, 0] == pytest.approx(1 / 3)
+    assert s["sep"][0, 0] == pytest.approx(1 / 3)  # [PAD] is not a separator
+
+
+def test_average_strongest_and_top():
+    a = np.zeros((len(ROLE_KEYS), 1, 2), dtype=np.float32)
+    b = np.zeros_like(a)
+    a[ROLE_KEYS.index("prev"), 0, 0] = 0.9
+    b[ROLE_KEYS.index("prev"), 0, 0] = 0.5
+    a[ROLE_KEYS.index("punct")] = np.nan  # undefined in the first input
+    b[ROLE_KEYS.index("punct"), 0, 1] = 0.6
+    avg = average_scores([RoleScores(a), RoleScores(b)])
+    assert avg.n_inputs == 2
+    assert avg["prev"][0, 0] == pytest.approx(0.7)
+    assert avg["punct"][0, 1] == pytest.approx(0.6)  # averaged over the input where it is defined
+    best, value = strongest_role(avg, min_score=0.65)
+    assert best[0, 0] == ROLE_KEYS.index("prev") and value[0, 0] == pytest.approx(0.7)
+    assert best[0, 1] == -1  # 0.6 is below the threshold: no clear role
+    assert top_heads(avg, "prev", k=1) == [(0, 0, pytest.approx(0.7))]
+    with pytest.raises(BadInput):
+        average_scores([])
+
+
+def test_punctuation_detection():
+    assert is_punctuation(".") and is_punctuation("##,") and is_punctuation("...")
+    assert not is_punctuation("cat") and not is_punctuation("a.")
+
+
+def test_real_model_has_a_previous_token_head(minilm):
+    from attnviz.extract import extract
+    from attnviz.metrics.roles import result_role_scores
+
+    result = extract(minilm, "The quick brown fox jumps over the lazy dog.")
+    s = result_role_scores(result)
+    assert s.scores.shape == (len(ROLE_KEYS), 6, 12)
+    finite = s.scores[~np.isnan(s.scores)]
+    assert finite.min() >= 0 and finite.max() <= 1 + 1e-5
+    # BERT: [CLS] is the first token, so the two scores coincide
+    np.testing.assert_allclose(s["cls"], s["first"])
+    assert s["prev"].max() > 0.8  # MiniLM layer 0 has a strong previous-token head

@@ -1,0 +1,140 @@
+"""Runtime: parameter estimates against real models, the memory check, torch threads, the model lock."""
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+import torch
+
+from attnviz import runtime
+from attnviz.errors import ModelNotFound, ModelTooLarge
+from attnviz.extract import extract
+from tests.tiny_models import ARCHES, build, tiny_loaded
+
+
+def n_params(model) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+@pytest.mark.parametrize("arch", ARCHES)
+def test_parameter_estimate_matches_built_models(arch):
+    """Counted from the config alone vs torch's count of the built model (biases and norms,
+    which the estimate leaves out, weigh most in these 32-wide models: 15 % tolerance)."""
+    model, _, config = build(arch)
+    assert runtime.estimate_parameters(config) == pytest.approx(n_params(model), rel=0.15)
+
+
+def test_parameter_estimate_of_minilm_within_two_percent(minilm):
+    assert n_params(minilm.model) == pytest.approx(22.7e6, rel=0.01)
+    assert runtime.estimate_parameters(minilm.model.config) == pytest.approx(n_params(minilm.model), rel=0.02)
+
+
+def big_config():
+    from transformers import BertConfig
+
+    # 48 layers of width 8192: 12 * 8192^2 * 48 + 30522 * 8192 ~ 38.9 billion parameters
+    return BertConfig(hidden_size=8192, num_hidden_layers=48, num_attention_heads=64, intermediate_size=4 * 8192)
+
+
+def test_memory_check_refuses_a_model_that_does_not_fit():
+    cfg = big_config()
+    expected = 12 * 8192**2 * 48 + 30522 * 8192 + 512 * 8192
+    assert runtime.estimate_parameters(cfg) == expected
+    with pytest.raises(ModelTooLarge) as err:
+        runtime.check_fits("huge-bert", cfg, available=16 * 10**9)
+    msg = str(err.value)
+    # float32: 4 bytes a parameter, plus 25 % for loading: 194.7 GB
+    assert f"{expected * 4 * 1.25 / 1e9:.1f} GB" in msg and "16.0 GB is free" in msg
+    assert isinstance(err.value, ModelNotFound)  # pages that catch ModelNotFound show it too
+
+
+def test_memory_check_passes_when_it_fits_and_uses_dtype():
+    cfg = big_config()
+    params = runtime.estimate_parameters(cfg)
+    runtime.check_fits("huge-bert", cfg, available=int(params * 4 * 1.25) + 1)
+    cfg.dtype = "bfloat16"  # loaded in the checkpoint's dtype: 2 bytes a parameter
+    assert runtime.estimate_model_bytes(cfg) == params * 2
+    runtime.check_fits("huge-bert", cfg, available=int(params * 2 * 1.25) + 1)
+    with pytest.raises(ModelTooLarge):
+        runtime.check_fits("huge-bert", cfg, available=int(params * 2 * 1.25) - 1)
+
+
+def test_weight_files_count_when_larger_than_the_config_says(tmp_path):
+    from transformers import BertConfig
+
+    cfg = BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=1, num_attention_heads=4, intermediate_size=64)
+    (tmp_path / "model.safetensors").write_bytes(b"\0" * 3_000_000)
+    (tmp_path / "pytorch_model.bin").write_bytes(b"\0" * 9_000_000)  # ignored: safetensors preferred
+    assert runtime.weight_file_bytes(tmp_path) == 3_000_000
+    assert runtime.estimate_model_bytes(cfg, tmp_path) == 3_000_000
+    with pytest.raises(ModelTooLarge):
+        runtime.check_fits("folder", cfg, tmp_path, available=3_000_000)
+
+
+def test_loading_a_huge_folder_fails_before_reading_weights(tmp_path):
+    """A folder with only a config.json of a 39-billion-parameter BERT: refused by the memory
+    check (a plain sentence), not by a missing-weights error or the kernel's OOM killer."""
+    from attnviz.models import load_model
+
+    (tmp_path / "config.json").write_text(json.dumps({**big_config().to_dict(), "model_type": "bert"}))
+    with pytest.raises(ModelTooLarge, match="GB of memory to load"):
+        load_model(str(tmp_path))
+
+
+def test_available_memory_is_read():
+    free = runtime.available_bytes()
+    assert free is not None and 10**7 < free < 10**14
+
+
+def test_threads_set_once_to_cpu_count(monkeypatch):
+    n = runtime.configure_threads()
+    assert n == runtime.cpu_threads() >= 1
+    assert torch.get_num_threads() == n
+    monkeypatch.setenv("ATTNVIZ_THREADS", "1")
+    assert runtime.configure_threads() == n  # once per process: later calls change nothing
+
+
+def test_lock_is_reentrant_so_nested_extract_does_not_deadlock():
+    loaded = tiny_loaded("bert")
+    done = []
+
+    def nested():
+        with loaded.lock:  # e.g. checkpoint_series holds the lock around extract()
+            done.append(extract(loaded, "a short text").seq_len)
+
+    t = threading.Thread(target=nested, daemon=True)
+    t.start()
+    t.join(30)
+    assert done == [5]  # [CLS] a short text [SEP]
+
+
+def test_lock_serialises_forwards_across_threads():
+    """8 threads extracting at once: at most one forward pass runs at any moment."""
+    loaded = tiny_loaded("bert")
+    inner = loaded.model.forward
+    active, peak, guard = [0], [0], threading.Lock()
+
+    def counting_forward(*a, **k):
+        with guard:
+            active[0] += 1
+            peak[0] = max(peak[0], active[0])
+        try:
+            return inner(*a, **k)
+        finally:
+            with guard:
+                active[0] -= 1
+
+    loaded.model.forward = counting_forward
+    results = [None] * 8
+
+    def work(i):
+        results[i] = extract(loaded, f"text number {i} " * 20)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert all(r is not None for r in results)
+    assert peak[0] == 1
