@@ -59,7 +59,7 @@ def test_entropy_without_special_rows_on_special_only_text():
 
 
 def test_compare_model_b_blank_id():
-    at = _open("pages/compare.py")
+    at = _open("pages/compare.py", text="The cat sat on the mat.")
     at.radio(key="cmp_mode").set_value("Two models").run()
     at.selectbox(key="cmp_model_pick").set_value("other").run()
     assert not at.exception

@@ -29,7 +29,7 @@ def test_calculator_and_curves(page, app_server):
     _open(page, app_server)
     main = page.locator('[data-testid="stMain"]')
     assert "9.66 GFLOP" in main.inner_text() and "n ≈ 3,072" in main.inner_text()
-    box = page.get_by_label("Sequence length n")
+    box = page.get_by_label("Sequence length n", exact=True).and_(page.locator("input"))
     box.fill("3.5")
     box.press("Enter")
     page.get_by_text("must be a whole number of tokens, got 3.5").wait_for()
