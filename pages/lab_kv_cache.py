@@ -7,6 +7,9 @@ from attnviz.errors import AttnvizError, BadInput
 from attnviz.lab import kv_cache as kv
 from attnviz.lab.figures import lines, matrix_heatmap
 from attnviz.ui.lab_widgets import lab_header, lecture_nav, show_figure
+from attnviz.ui.shell import ensure_app_shell
+
+ensure_app_shell()
 
 PAGE = "pages/lab_kv_cache.py"
 lab_header(PAGE, """

@@ -7,6 +7,9 @@ from attnviz.errors import BadInput
 from attnviz.lab.figures import bars, matrix_heatmap
 from attnviz.lab.masks import MAX_BATCH, MAX_LEN, fully_masked_row_behaviours, future_leak, masked_batch
 from attnviz.ui.lab_widgets import int_list_input, lab_header, lecture_nav, show_figure
+from attnviz.ui.shell import ensure_app_shell
+
+ensure_app_shell()
 
 PAGE = "pages/lab_masks.py"
 lab_header(PAGE, """

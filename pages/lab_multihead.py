@@ -6,7 +6,10 @@ import streamlit as st
 from attnviz.errors import BadInput
 from attnviz.lab.figures import FONT, matrix_heatmap
 from attnviz.lab.multihead import head_dim, multi_head_attention, random_params, token_embeddings
-from attnviz.ui.lab_widgets import PLOT_CONFIG, lab_header, lecture_nav, show_figure
+from attnviz.ui.lab_widgets import lab_header, lecture_nav, show_figure
+from attnviz.ui.shell import ensure_app_shell
+
+ensure_app_shell()
 
 PAGE = "pages/lab_multihead.py"
 lab_header(PAGE, """
@@ -59,7 +62,7 @@ for i in range(h):
                          textposition="inside", hovertemplate=f"head {i + 1}: columns {i * d_head}–{(i + 1) * d_head - 1}<extra></extra>"))
 fig.update_layout(height=130, showlegend=False, barmode="stack", margin={"l": 10, "r": 10, "t": 10, "b": 30},
                   font={"size": FONT - 2}, xaxis={"range": [0, dm], "title": f"d_model = {dm} columns"})
-st.plotly_chart(fig, width="stretch", config=PLOT_CONFIG, key="mh_fig_split")
+show_figure(fig, key="mh_fig_split")
 st.markdown(f"d_head = {dm} / {h} = **{d_head}**. Shapes: X is {len(tokens)} × {dm}; Q = X W_Qᵀ is {len(tokens)} × {h * d_head}, "
             f"reshaped to {h} heads × {len(tokens)} tokens × {d_head}. K and V have {n_kv} head(s) "
             f"({n_kv * d_head} columns); each serves {h // n_kv} query head(s). "

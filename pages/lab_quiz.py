@@ -13,6 +13,9 @@ from attnviz.lab.multihead import head_dim
 from attnviz.lab.quiz import QUESTIONS, check, score
 from attnviz.lab.scaling import saturation_row
 from attnviz.ui.lab_widgets import lab_header, lecture_nav, show_figure
+from attnviz.ui.shell import ensure_app_shell
+
+ensure_app_shell()
 
 PAGE = "pages/lab_quiz.py"
 lab_header(PAGE, """

@@ -6,7 +6,10 @@ import streamlit as st
 from attnviz.errors import BadInput
 from attnviz.lab.figures import FONT, lines
 from attnviz.lab.scaling import D_K_GRID, ScalingConfig, dot_products, saturation_row, saturation_sweep
-from attnviz.ui.lab_widgets import PLOT_CONFIG, lab_header, lecture_nav, show_figure
+from attnviz.ui.lab_widgets import lab_header, lecture_nav, show_figure
+from attnviz.ui.shell import ensure_app_shell
+
+ensure_app_shell()
 
 PAGE = "pages/lab_scaling.py"
 lab_header(PAGE, """
@@ -50,7 +53,7 @@ with left:
     fig.update_layout(barmode="overlay", height=330, margin={"l": 10, "r": 10, "t": 10, "b": 10},
                       font={"size": FONT - 2}, xaxis_title="score", yaxis_title="count of 4000 random pairs",
                       legend={"orientation": "h", "y": 1.12, "x": 0})
-    st.plotly_chart(fig, width="stretch", config=PLOT_CONFIG, key="scaling_hist")
+    show_figure(fig, key="scaling_hist")
 with right:
     st.markdown(f"""
 | at d_k = {d_k} | unscaled | ÷ √d_k |

@@ -9,6 +9,9 @@ from attnviz.lab import worked_example as ex
 from attnviz.lab.figures import bars, lines, matrix_heatmap
 from attnviz.lab.matrix_text import format_number
 from attnviz.ui.lab_widgets import lab_header, lecture_nav, matrix_input, show_figure
+from attnviz.ui.shell import ensure_app_shell
+
+ensure_app_shell()
 
 PAGE = "pages/lab_temperature.py"
 lab_header(PAGE, """

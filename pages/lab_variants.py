@@ -8,6 +8,9 @@ from attnviz.lab import variants as va
 from attnviz.lab.figures import matrix_heatmap
 from attnviz.lab.multihead import multi_head_attention, random_params, token_embeddings
 from attnviz.ui.lab_widgets import lab_header, lecture_nav, matrix_input, show_figure
+from attnviz.ui.shell import ensure_app_shell
+
+ensure_app_shell()
 
 PAGE = "pages/lab_variants.py"
 lab_header(PAGE, """

@@ -24,12 +24,29 @@ def _svg(fig):
         return f"<!-- {e} -->".encode()
 
 
-def show_figure(fig, key: str, *, name: str | None = None, exports: bool = True, **kwargs):
+_COUNTER = "_figure_counter"
+
+
+def reset_counter() -> None:
+    """Called at the start of every run so automatic figure keys are stable across reruns."""
+    st.session_state[_COUNTER] = 0
+
+
+def _auto_key(fig) -> str:
+    n = st.session_state.get(_COUNTER, 0)
+    st.session_state[_COUNTER] = n + 1
+    title = fig.layout.title.text if fig.layout.title and fig.layout.title.text else ""
+    return f"fig{n}_{_slug(title)[:40]}"
+
+
+def show_figure(fig, key: str | None = None, *, name: str | None = None, exports: bool = True, **kwargs):
     """Draw a plotly figure; return what st.plotly_chart returns (the selection with on_select).
 
     In presentation mode fonts and heights grow. Below the figure: downloads of its numbers
     (CSV), an offline HTML page and an SVG; the camera icon saves a PNG in the browser."""
-    name = _slug(name or key)
+    key = key or _auto_key(fig)
+    title = fig.layout.title.text if fig.layout.title and fig.layout.title.text else None
+    name = _slug(name or title or key)
     if presenting():
         fig.update_layout(font=dict(size=PRESENT_FONT))
         if fig.layout.height:

@@ -70,7 +70,10 @@ def reset_button(keys: list[str], label: str = "Reset to the example", key: str 
 
 
 def show_figure(fig, key: str | None = None) -> None:
-    st.plotly_chart(fig, width="stretch", config=PLOT_CONFIG, key=key)
+    """The app-wide figure display (presentation sizing, CSV/HTML/SVG exports)."""
+    from attnviz.ui.figure import show_figure as show
+
+    show(fig, key=key, config=PLOT_CONFIG)
 
 
 def int_list_input(label: str, default: str, key: str, help: str | None = None) -> list[int] | None:

@@ -48,7 +48,10 @@ def _restore(keys: dict[str, type]) -> None:
 
 def start_run() -> None:
     """Called by app.py before the sidebar: restore the shared keys, forget last run's page keys."""
+    from attnviz.ui.figure import reset_counter
+
     st.session_state[_PAGE_KEYS] = {}
+    reset_counter()
     _restore(GLOBAL_KEYS)
 
 

@@ -56,7 +56,7 @@ def test_positional_tabs_in_chromium(app_server, page):
     i = wait_plot(page, title="Position m = 3")
     arrow = page.evaluate(TRACE, i)[2]  # circle, arc of pair 0, arrow of pair 0
     assert math.atan2(arrow["y"][1], arrow["x"][1]) == pytest.approx(3.0, abs=1e-3)
-    slider = page.locator('[data-testid="stSlider"] [role="slider"]').first
+    slider = page.locator('.st-key-pe_rope_m input[type="range"]').first
     slider.focus()
     page.keyboard.press("ArrowRight")
     wait_for_app(page)

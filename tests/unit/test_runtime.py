@@ -138,3 +138,19 @@ def test_lock_serialises_forwards_across_threads():
         t.join(60)
     assert all(r is not None for r in results)
     assert peak[0] == 1
+
+
+def test_checkpoint_series_holds_the_lock_around_extract_without_deadlock(tmp_path):
+    """checkpoint_series takes loaded.lock and then calls extract(), which takes it again:
+    with a plain threading.Lock this hung forever; the lock is re-entrant now."""
+    from attnviz.training.checkpoints import checkpoint_series
+
+    loaded = tiny_loaded("bert")
+    loaded.model.save_pretrained(tmp_path / "step-10")
+    loaded.tokenizer.save_pretrained(tmp_path / "step-10")
+    runs = []
+    t = threading.Thread(target=lambda: runs.append(checkpoint_series([str(tmp_path / "step-10")], "a cat")),
+                         daemon=True)
+    t.start()
+    t.join(60)
+    assert runs, "checkpoint_series did not finish within 60 s (deadlock?)"
