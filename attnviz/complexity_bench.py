@@ -8,7 +8,7 @@ def figures(quick: bool = False) -> dict[str, float]:
     """naive_attention_slope (expected near 2), sdpa_attention_slope (2), linear_attention_slope
     (1); naive_memory_slope (2, peak bytes); naive_memory_vs_predicted and
     sdpa_memory_vs_naive at the largest n (peak bytes ratios)."""
-    sizes = (256, 512, 1024, 2048) if quick else (256, 512, 1024, 2048, 4096)
+    sizes = (512, 1024, 2048) if quick else (256, 512, 1024, 2048, 4096)
     cfg = BenchConfig(sizes=sizes, repeats=3 if quick else 5)
     results = run(cfg)
     time_slopes = slopes(results)

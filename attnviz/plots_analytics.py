@@ -37,7 +37,7 @@ def head_grid(values: np.ndarray, *, title: str, colorbar: str, zmin=None, zmax=
             + ("<br><b>ablated</b>" if (l, h) in ablated else "")
             for l, h, v, e in zip(layer.ravel(), head.ravel(), values.ravel(), extra)]
     fig.add_trace(go.Scatter(
-        x=head.ravel(), y=layer.ravel(), mode="markers", customdata=np.stack([layer.ravel(), head.ravel()], 1),
+        x=head.ravel(), y=layer.ravel(), mode="markers", customdata=np.stack([layer.ravel(), head.ravel()], 1).tolist(),
         marker=dict(size=max(10, min(28, 480 // max(n_heads, n_layers))), color="rgba(0,0,0,0)", symbol="square"),
         text=text, hovertemplate="%{text}<br><i>click to open this head</i><extra></extra>",
         showlegend=False, name="heads"))
@@ -84,8 +84,15 @@ def matrix_heatmap(m: np.ndarray, row_labels, col_labels, *, title: str, zmin=No
     cols = np.arange(n_c) * factor
     rl = [f"{row_labels[i]} ({i})" if factor == 1 else f"{i}-{min(i + factor, len(row_labels)) - 1}" for i in rows]
     cl = [f"{col_labels[j]} ({j})" if factor == 1 else f"{j}-{min(j + factor, len(col_labels)) - 1}" for j in cols]
+    notes = []
     if factor > 1:
-        title += f" · {factor}x{factor} blocks averaged ({len(row_labels)} tokens)"
+        notes.append(f"{len(row_labels)} tokens: {factor}x{factor} blocks averaged")
+    if zmax is None and zmid is None and small.size > 64 * 64:
+        # long inputs: one sink column would wash out the rest; clip colours at the 99th percentile
+        zmax = float(np.nanquantile(small, 0.99)) or None
+        notes.append("colours clipped at the 99th percentile")
+    if notes:
+        title += "<br><sup>" + "; ".join(notes) + "</sup>"
     hover = np.array([[f"{ytitle.split(' ')[0]} {a}<br>{xtitle.split(' ')[0]} {b}" for b in cl] for a in rl])
     fig = go.Figure(go.Heatmap(
         z=np.round(small, 4), x=np.arange(n_c), y=np.arange(n_r), zmin=zmin, zmax=zmax, zmid=zmid,
@@ -98,7 +105,7 @@ def matrix_heatmap(m: np.ndarray, row_labels, col_labels, *, title: str, zmin=No
         xv, xt = _ticks(cl, np.arange(n_c), 16)
         yv, yt = _ticks(rl, np.arange(n_r), 16)
     side = height or int(min(640, max(320, 18 * n_r + 140)))
-    fig.update_layout(title=title, height=side, margin=dict(l=90, r=20, t=60, b=90),
+    fig.update_layout(title=title, height=side, margin=dict(l=90, r=20, t=70, b=90),
                       xaxis=dict(title=xtitle, tickmode="array", tickvals=xv, ticktext=xt, tickangle=-60,
                                  constrain="domain"),
                       yaxis=dict(title=ytitle, tickmode="array", tickvals=yv, ticktext=yt, autorange="reversed",
@@ -154,7 +161,7 @@ def role_map(best: np.ndarray, best_score: np.ndarray, scores: np.ndarray, role_
     labels = np.where(np.isnan(best_score), "", np.char.mod("%.2f", np.nan_to_num(best_score)))
     fig.add_trace(go.Scatter(
         x=head.ravel(), y=layer.ravel(), mode="markers+text", text=labels.ravel(), textfont=dict(size=12, color=np.where(best.ravel() >= 0, "white", "#333333").tolist()),
-        customdata=np.stack([layer.ravel(), head.ravel()], 1), hovertext=lines,
+        customdata=np.stack([layer.ravel(), head.ravel()], 1).tolist(), hovertext=lines,
         marker=dict(size=max(10, min(28, 480 // max(n_heads, n_layers))), color="rgba(0,0,0,0)", symbol="square"),
         hovertemplate="%{hovertext}<br><i>click to open this head</i><extra></extra>", showlegend=False))
     for k, label in enumerate(["no clear role"] + list(role_labels)):

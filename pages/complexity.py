@@ -10,6 +10,9 @@ from attnviz import complexity_plots as cp
 from attnviz.complexity_measure import (IMPLEMENTATIONS, PREDICTED_SLOPE, SHORT_NAMES, BenchConfig, input_bytes,
                                         measure, memory_budget, plan, predict_peak_bytes, slopes)
 from attnviz.errors import AttnvizError
+from attnviz.ui.shell import ensure_app_shell
+
+ensure_app_shell()
 
 LOADED = "The sidebar's model (its own config)"
 CUSTOM = "Custom"
@@ -238,6 +241,22 @@ def _bench_config() -> BenchConfig:
                        memory_budget=int(s["cx_bench_mem"] * 1e9))
 
 
+def _start():
+    """Button callback (runs before the rerun draws anything): plan a new measurement."""
+    try:
+        bcfg = _bench_config()
+    except AttnvizError:
+        return  # the page shows the message
+    s["cx_bench"] = {"cfg": bcfg, "jobs": plan(bcfg), "results": [], "running": True, "status": "running"}
+
+
+def _cancel():
+    """Button callback: stop between sizes; what was measured stays."""
+    bench = s.get("cx_bench")
+    if bench and bench["running"]:
+        bench["running"], bench["status"] = False, "cancelled"
+
+
 @st.fragment
 def measured_here():
     s.setdefault("cx_bench", None)
@@ -265,13 +284,8 @@ def measured_here():
         st.warning(str(e))
         return
     b = st.columns([1, 1, 4])
-    start = b[0].button("▶ Measure", key="cx_bench_start", type="primary", disabled=running)
-    cancel = b[1].button("■ Cancel", key="cx_bench_cancel", disabled=not running)
-    if cancel and bench and bench["running"]:
-        bench["running"], bench["status"] = False, "cancelled"
-    if start and not running:
-        bench = s["cx_bench"] = {"cfg": bcfg, "jobs": plan(bcfg), "results": [], "running": True,
-                                 "status": "running"}
+    b[0].button("▶ Measure", key="cx_bench_start", type="primary", disabled=running, on_click=_start)
+    b[1].button("■ Cancel", key="cx_bench_cancel", disabled=not running, on_click=_cancel)
     if bench is None:
         budget = memory_budget(bcfg)
         st.markdown("**Prediction before running** (peak bytes of one call, inputs excluded):")

@@ -33,7 +33,8 @@ def sinusoidal_tab():
     base = c3.number_input("Base", 2.0, 1e7, 10000.0, step=1000.0, format="%.0f", key="pe_base",
                            help="10000 in the original Transformer. A larger base gives slower waves.")
     try:
-        table = pe.sinusoidal(int(max_len), int(d_model), float(base))
+        with st.spinner("Building the table…"):
+            table = pe.sinusoidal(int(max_len), int(d_model), float(base))
     except BadInput as e:
         st.warning(str(e))
         return
@@ -101,7 +102,8 @@ Measured: the largest difference between two pairs with the same offset is
                            f"M_k · PE({pos})": (m_k @ table[pos])[:shown],
                            "difference": table[pos + k, :shown] - (m_k @ table[pos])[:shown]})
         st.dataframe(df, hide_index=True, width="stretch",
-                     column_config={c: st.column_config.NumberColumn(format="%.6f") for c in df.columns[1:]})
+                     column_config={**{c: st.column_config.NumberColumn(format="%.6f") for c in df.columns[1:3]},
+                                    "difference": st.column_config.NumberColumn(format="%.1e")})
         explain(f"""
 M_k rotates each (sin, cos) pair by the angle k · w_i and depends on k only, not on pos. Over all
 {max_len - k} positions with pos + k in the table, the largest |PE(pos+k) − M_k·PE(pos)| is
@@ -347,11 +349,11 @@ Steep heads look only at the last few tokens; gentle ones see far.""")
     labels = [str(i) for i in range(seq_len)]
     with left:
         show(plots.token_heatmap(bias[head], labels, labels, title=f"Bias of head {head} (masked cells blank)", x_title="key position", y_title="query position",
-                                 value_name="bias", colorscale="Blues_r", zmin=None, zmax=0), "pe_alibi_bias")
+                                 value_name="bias", colorscale="Viridis", zmin=None, zmax=0), "pe_alibi_bias")
     with right:
         show(plots.lines(dist, {f"h{h}": -slopes[h] * dist for h in range(min(n_heads, 8))},
                          title="Bias against distance" + (" (first 8 heads)" if n_heads > 8 else ""),
-                         x_title="distance i − j", y_title="bias", height=420), "pe_alibi_lines")
+                         x_title="distance i − j", y_title="bias", height=420, legend_right=True), "pe_alibi_lines")
     st.subheader("Effect on an attention pattern")
     strength = st.slider("Content score spread (std of q·k/√d)", 0.0, 4.0, 1.0, 0.25, key="pe_alibi_content",
                          help="0 means every key matches equally well, so only the bias shapes the pattern.")

@@ -108,18 +108,28 @@ def page(browser, request):
         context.close()
 
 
-def wait_for_app(page, timeout: float = 90.0):
-    """Wait until the Streamlit script has finished running (no 'Running' status shown)."""
+_BUSY_JS = """() => {
+  const running = document.querySelector('[data-testid="stStatusWidget"]') !== null;
+  const skeletons = document.querySelectorAll('[data-testid="stSkeleton"], [data-testid="stAppSkeleton"]').length;
+  const elements = document.querySelectorAll('[data-testid="stMainBlockContainer"] [data-testid="stElementContainer"]').length;
+  const charts = [...document.querySelectorAll('[data-testid="stPlotlyChart"]')];
+  const unrendered = charts.filter(c => !(c.querySelector('.js-plotly-plot')?._fullLayout)).length;
+  return running || skeletons > 0 || elements === 0 || unrendered > 0;
+}"""
+
+
+def wait_for_app(page, timeout: float = 90.0, settle: float = 1.0):
+    """Wait until the Streamlit script has finished and the page has drawn: no running
+    status, no skeletons, every plotly chart rendered, stable for `settle` seconds."""
     page.wait_for_selector('[data-testid="stApp"]', state="attached", timeout=timeout * 1000)
     deadline = time.time() + timeout
     idle_since = None
     while time.time() < deadline:
-        running = page.locator('[data-testid="stStatusWidget"]').count() > 0
-        if running:
+        if page.evaluate(_BUSY_JS):
             idle_since = None
         elif idle_since is None:
             idle_since = time.time()
-        elif time.time() - idle_since > 0.8:
+        elif time.time() - idle_since >= settle:
             return
         time.sleep(0.2)
     raise TimeoutError("the app kept running for %.0f s" % timeout)

@@ -83,8 +83,13 @@ def shift_property_error(pe: np.ndarray, k: int, base: float = 10000.0) -> float
         raise BadInput(f"Expected a (positions, d_model) table, got shape {pe.shape}.")
     if not 0 <= k < pe.shape[0]:
         raise BadInput(f"The offset k must be between 0 and {pe.shape[0] - 1} for a table of {pe.shape[0]} positions.")
-    m = shift_matrix(k, pe.shape[1], base)
-    predicted = pe[: pe.shape[0] - k] @ m.T  # row p -> M_k PE(p)
+    check_even_dim(pe.shape[1])
+    w = sinusoidal_frequencies(pe.shape[1], base)
+    c, s = np.cos(k * w), np.sin(k * w)
+    sin, cos = pe[: pe.shape[0] - k, 0::2], pe[: pe.shape[0] - k, 1::2]
+    predicted = np.empty_like(pe[k:])  # M_k PE(p), applied pair by pair (M_k is block-diagonal)
+    predicted[:, 0::2] = sin * c + cos * s
+    predicted[:, 1::2] = cos * c - sin * s
     return float(np.max(np.abs(pe[k:] - predicted)))
 
 

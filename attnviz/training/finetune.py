@@ -144,8 +144,9 @@ def finetune(config: FinetuneConfig = FinetuneConfig(), loaded=None, callback=No
         raise BadInput("Fine-tuning recorded nothing.")
     meta = {"task": "sentiment", "finetune": asdict(config), "seconds": round(seconds, 3), "completed": completed,
             "steps_done": step, "final_accuracy": f_acc[-1], "heldout": len(held_sample),
-            "expect": "Watch the heads that read 'not' and the adjective: fine-tuning mostly nudges a few "
-                      "heads in the upper layers; most pretrained patterns stay as they were."}
+            "expect": "Compare layer 0 with layer 5 (settling grid, entropy): the first layers barely move, while "
+                      "the upper layers, closest to the new classifier, shift most; watch the rows of 'not' and "
+                      "the adjective."}
     title = f"Fine-tuning {loaded.key} on template sentiment" + ("" if completed else f" (cancelled at step {step})")
     return Run(
         title=title, source="finetune", frame_steps=np.array(f_steps, dtype=np.int64),

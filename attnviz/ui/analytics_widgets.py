@@ -65,6 +65,8 @@ def clickable_head_grid(fig, key: str) -> None:
         points = (event or {}).get("selection", {}).get("points", [])
     for p in points:
         data = p.get("customdata") if isinstance(p, dict) else None
+        if isinstance(data, dict):  # a typed array arrives as {"0": layer, "1": head}
+            data = [data[k] for k in sorted(data, key=int)]
         if data is not None and len(data) >= 2:
             open_head(int(data[0]), int(data[1]))
 

@@ -100,11 +100,11 @@ def job_tokens(stack: str, n: int, keys: bool = False) -> tuple:
 
 
 def live_panel(slot: str, stack: str | None = None) -> None:
-    """Progress bar, loss curve and latest attention of the running job, refreshed twice a second."""
+    """Progress bar, loss curve and latest attention of the running job, refreshed every second."""
     if job_of(slot) is None:
         return
 
-    @st.fragment(run_every=0.5)
+    @st.fragment(run_every=1.0)
     def _panel():
         _live_body(slot, stack)
 

@@ -1,4 +1,5 @@
 """Chromium: selecting an entropy cell opens that head; the analytics pages render at ~512 tokens."""
+import re
 import time
 
 import pytest
@@ -39,7 +40,7 @@ def test_clicking_an_entropy_cell_opens_that_head(page, app_server):
     z = plot_z(page, i)
     assert len(z) == 6 and len(z[0]) == 12 and all(0 <= v <= 1 for row in z for v in row)
     click_marker(page, i, 7, 3)
-    page.wait_for_url("**/heatmap", timeout=60_000)
+    page.wait_for_url(re.compile(r"/heatmap"), timeout=60_000)
     page.wait_for_selector("text=Layer 3, head 7", timeout=60_000)
 
 
@@ -47,12 +48,13 @@ def test_clicking_a_role_cell_opens_that_head(page, app_server):
     _open(page, app_server, "/head_roles")
     i = wait_plot(page, "Strongest role")
     click_marker(page, i, 2, 0)
-    page.wait_for_url("**/heatmap", timeout=60_000)
+    page.wait_for_url(re.compile(r"/heatmap"), timeout=60_000)
     page.wait_for_selector("text=Layer 0, head 2", timeout=60_000)
 
 
-@pytest.mark.parametrize("path,title", [("/entropy", "Mean normalised entropy"), ("/rollout", "Rollout through"),
-                                        ("/head_roles", "Strongest role"), ("/compare", "A: minilm")])
+@pytest.mark.parametrize("path,title", [("/entropy", "per head · 512 tokens"), ("/rollout", "Rollout through"),
+                                        ("/head_roles", "Strongest role"), ("/compare", "A: minilm")],
+                         ids=["entropy", "rollout", "head_roles", "compare"])
 def test_pages_render_at_512_tokens(page, app_server, path, title):
     _open(page, app_server, path)
     choose(page, "Example", "A long text (~512 tokens)")
@@ -63,5 +65,3 @@ def test_pages_render_at_512_tokens(page, app_server, path, title):
         return
     wait_plot(page, title)
     assert page.locator('[data-testid="stException"]').count() == 0
-    if path == "/entropy":
-        assert page.get_by_text("512 tokens").count() >= 1

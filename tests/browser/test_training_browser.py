@@ -1,0 +1,63 @@
+"""Chromium: train the reverse task live on the training page, then scrub the step slider."""
+import time
+
+import numpy as np
+import pytest
+
+from tests.conftest import wait_for_app
+
+pytestmark = pytest.mark.browser
+
+FIND = """(t) => [...document.querySelectorAll('.js-plotly-plot')].findIndex(
+    el => el._fullLayout && ((el._fullLayout.title || {}).text || '').includes(t))"""
+Z = "(i) => document.querySelectorAll('.js-plotly-plot')[i]._fullData[0].z"
+
+
+def wait_plot(page, title: str, timeout: float = 90.0) -> int:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        i = page.evaluate(FIND, title)
+        if i >= 0:
+            return i
+        time.sleep(0.3)
+    raise AssertionError(f"no plot titled {title!r} after {timeout:.0f} s")
+
+
+def antidiagonal(z) -> float:
+    z = np.asarray(z, dtype=float)
+    return float(np.fliplr(z).diagonal().mean())
+
+
+def test_train_live_then_scrub(page, app_server):
+    page.goto(app_server.url + "/")
+    wait_for_app(page)
+    page.goto(app_server.url + "/training")
+    wait_for_app(page)
+    # the recorded run opens at once: last frame, anti-diagonal cross-attention
+    i = wait_plot(page, "cross-attention (decoder → encoder) · layer 0 · mean of heads · step 200")
+    assert antidiagonal(page.evaluate(Z, i)) > 0.9
+
+    # train a short run live (fewer steps keep the test quick)
+    page.get_by_text("Model and training settings").click()
+    steps = page.get_by_label("Steps", exact=True)
+    steps.fill("40")
+    steps.press("Enter")
+    wait_for_app(page)
+    page.get_by_role("button", name="▶ Train now").click()
+    page.get_by_text("Training:").first.wait_for(timeout=60_000)  # the live progress bar
+    assert page.get_by_role("button", name="Cancel").count() == 1
+    # done: the evolution view shows the new run's last frame
+    i = wait_plot(page, "mean of heads · step 40", timeout=300)
+    wait_for_app(page)
+    last = page.evaluate(Z, wait_plot(page, "mean of heads · step 40"))
+
+    # scrub the step slider to the first snapshot: attention is still unformed there
+    slider = page.locator(".st-key-tr_frame").locator('[role="slider"], input[type="range"]').first
+    slider.focus()
+    slider.press("Home")
+    i = wait_plot(page, "mean of heads · step 0")
+    first = page.evaluate(Z, i)
+    assert np.abs(np.asarray(first, float) - np.asarray(last, float)).max() > 0.2
+    assert antidiagonal(first) < 0.4
+    slider.press("ArrowRight")
+    wait_plot(page, "mean of heads · step 4")
