@@ -127,7 +127,7 @@ def token_bars(values: np.ndarray, tokens, *, title: str, ytitle: str, highlight
         x=np.arange(n), y=values, marker_color=list(colours),
         customdata=[f"{t} ({i})" for i, t in enumerate(tokens)],
         hovertemplate="%{customdata}<br>" + ytitle + ": %{y:" + fmt + "}<extra></extra>"))
-    xv, xt = _ticks(tokens, max_ticks=64)
+    xv, xt = _ticks(tokens, max_ticks=40)
     fig.update_layout(title=title, height=340, margin=dict(l=60, r=20, t=50, b=90), bargap=0.15,
                       xaxis=dict(tickmode="array", tickvals=xv, ticktext=xt, tickangle=-60, title="token"),
                       yaxis=dict(title=ytitle))

@@ -10,6 +10,8 @@ from attnviz import complexity_plots as cp
 from attnviz.complexity_measure import (IMPLEMENTATIONS, PREDICTED_SLOPE, SHORT_NAMES, BenchConfig, input_bytes,
                                         measure, memory_budget, plan, predict_peak_bytes, slopes)
 from attnviz.errors import AttnvizError
+from attnviz.ui.figure import show_figure
+from attnviz.ui.share import bind
 from attnviz.ui.shell import ensure_app_shell
 
 ensure_app_shell()
@@ -64,6 +66,9 @@ def _on_edit():
 if "cx_n" not in s:
     _fill(cx.PRESETS["BERT-base"].config)
 s.setdefault("cx_preset", "BERT-base")
+bind({"cx_preset": str, "cx_n": str, "cx_batch": int, "cx_dtype": str, "cx_d": int, "cx_h": int, "cx_kv": int,
+      "cx_layers": int, "cx_dff": int, "cx_window": int, "cx_sparse": int, "cx_flash": int, "cx_gated": bool,
+      "cx_metric": str})
 if s.pop("cx_apply", False):
     choice = s["cx_preset"]
     if choice in cx.PRESETS:
@@ -183,7 +188,7 @@ if cfg is not None:
                                   default=["mha", "flash", "linear", "window", "sparse"],
                                   format_func=lambda k: cx.VARIANTS[k].label)
         if chosen:
-            st.plotly_chart(cp.variant_curves(cfg, metric, chosen), width="stretch", key="cx_curves")
+            show_figure(cp.variant_curves(cfg, metric, chosen), key="cx_curves")
         else:
             st.info("Pick at least one variant to draw.")
         st.caption(
@@ -196,7 +201,7 @@ if cfg is not None:
         m_ffn = cx.ffn_matrices(cfg)
         left, right = st.columns([3, 2])
         with left:
-            st.plotly_chart(cp.ffn_crossover(cfg), width="stretch", key="cx_ffn")
+            show_figure(cp.ffn_crossover(cfg), key="cx_ffn")
         with right:
             st.markdown("Per token and layer, the attention core costs **4·n·d** FLOPs (n scores of "
                         "width d, then n values), the feed-forward block **2·m·d·d_ff** with m weight "
@@ -211,7 +216,7 @@ if cfg is not None:
     with tabs[3]:
         left, right = st.columns([3, 2])
         with left:
-            st.plotly_chart(cp.rnn_comparison(cfg), width="stretch", key="cx_rnn")
+            show_figure(cp.rnn_comparison(cfg), key="cx_rnn")
         with right:
             st.markdown("A recurrent layer of width d does two d×d matrix-vector products per token, "
                         "**4·n·d²** FLOPs in all; self-attention's core does **4·n²·d**. Attention is "
@@ -326,9 +331,9 @@ def _show_results(bench) -> None:
                    delta_color="off")
     left, right = st.columns(2)
     with left:
-        st.plotly_chart(cp.measured_times(results), width="stretch", key="cx_measured_t")
+        show_figure(cp.measured_times(results), key="cx_measured_t")
     with right:
-        st.plotly_chart(cp.measured_memory(results), width="stretch", key="cx_measured_m")
+        show_figure(cp.measured_memory(results), key="cx_measured_m")
     st.caption(
         "Slope = how the time grows on log-log axes: 2 means doubling n quadruples the time. Small n "
         "sits in the CPU caches and carries fixed overheads, so fitted slopes drift from the ideal. "

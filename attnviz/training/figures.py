@@ -10,9 +10,14 @@ from attnviz.training.runs import Run
 COLORSCALE = "Viridis"
 
 
+def _label(token) -> str:
+    """A token safe for plotly text: "<s>" would otherwise be read as a strike-through tag."""
+    return str(token).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def _ticks(tokens) -> dict:
     """Integer positions with token labels (repeated tokens stay separate rows)."""
-    return dict(tickmode="array", tickvals=list(range(len(tokens))), ticktext=[str(t) for t in tokens])
+    return dict(tickmode="array", tickvals=list(range(len(tokens))), ticktext=[_label(t) for t in tokens])
 
 
 def stack_tokens(run: Run, stack: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -33,8 +38,8 @@ def head_map(run: Run, stack: str, frame: int, layer: int, head: int | None) -> 
 
 def _hover(q_tokens, k_tokens):
     custom = np.empty((len(q_tokens), len(k_tokens), 2), dtype=object)
-    custom[:, :, 0] = np.array([f"{i}: {t}" for i, t in enumerate(q_tokens)], dtype=object)[:, None]
-    custom[:, :, 1] = np.array([f"{j}: {t}" for j, t in enumerate(k_tokens)], dtype=object)[None, :]
+    custom[:, :, 0] = np.array([f"{i}: {_label(t)}" for i, t in enumerate(q_tokens)], dtype=object)[:, None]
+    custom[:, :, 1] = np.array([f"{j}: {_label(t)}" for j, t in enumerate(k_tokens)], dtype=object)[None, :]
     return custom
 
 
@@ -84,13 +89,14 @@ def animation(run: Run, stack: str, layer: int, head: int | None, height: int = 
              for i in range(run.n_frames)]
     fig.update_layout(
         margin=dict(l=10, r=10, t=20, b=10),
-        updatemenus=[dict(type="buttons", showactive=False, x=0, y=-0.18, xanchor="left", yanchor="top",
+        updatemenus=[dict(type="buttons", direction="left", showactive=False, x=0, y=-0.2, xanchor="left",
+                          yanchor="top", pad=dict(t=0, r=10),
                           buttons=[dict(label="▶ Play", method="animate",
                                         args=[None, dict(frame=dict(duration=120, redraw=True), fromcurrent=True,
                                                          transition=dict(duration=0))]),
                                    dict(label="⏸ Pause", method="animate",
                                         args=[[None], dict(mode="immediate", frame=dict(duration=0, redraw=False))])])],
-        sliders=[dict(active=0, x=0.16, len=0.84, y=-0.12, yanchor="top", currentvalue=dict(prefix="step "),
+        sliders=[dict(active=0, x=0.22, len=0.78, y=-0.16, yanchor="top", currentvalue=dict(prefix="step "),
                       steps=steps, pad=dict(t=0))],
     )
     fig.update_layout(height=height + 90, margin=dict(b=110))
@@ -114,7 +120,8 @@ def curves(run: Run, frame: int | None = None, live_losses=None, height: int = 3
         fig.add_trace(go.Scatter(x=run.frame_steps, y=run.frame_accuracy, name="held-out accuracy",
                                  mode="lines+markers", marker=dict(size=4), line=dict(color="#2ca02c"),
                                  hovertemplate="step %{x}<br>accuracy %{y:.1%}<extra></extra>"), secondary_y=True)
-        fig.update_yaxes(title_text="accuracy", range=[0, 1.02], tickformat=".0%", secondary_y=True)
+        fig.update_yaxes(title_text="accuracy", range=[0, 1.02], tickformat=".0%", dtick=0.25, secondary_y=True,
+                         showgrid=False)
     if run is not None and frame is not None:
         fig.add_vline(x=float(run.frame_steps[frame]), line_dash="dash", line_color="#d62728")
     fig.update_yaxes(title_text="loss (cross-entropy)", secondary_y=False, rangemode="tozero")

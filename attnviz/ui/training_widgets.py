@@ -11,8 +11,16 @@ from attnviz.training import figures
 from attnviz.training.runs import Run, from_bytes, load, recorded_runs, to_bytes
 
 POSITIONAL_LABELS = {"learned": "learned", "sinusoidal": "sinusoidal", "rope": "RoPE", "alibi": "ALiBi", "none": "none"}
+SHORT_LABELS = {"self": "encoder self-attention", "decoder": "decoder self-attention", "cross": "cross-attention"}
 STACK_LABELS = {"self": "encoder self-attention", "decoder": "decoder self-attention (causal)",
                 "cross": "cross-attention (decoder → encoder)"}
+
+
+def stack_label(kind: str, stack: str, short: bool = False) -> str:
+    """Name of an attention stack for a model kind ("self" of a causal decoder is causal)."""
+    if stack == "self" and kind != "encoder-decoder":
+        return "causal self-attention" if kind == "decoder" else "self-attention"
+    return (SHORT_LABELS if short else STACK_LABELS).get(stack, stack)
 
 
 def app_shell() -> None:
@@ -88,7 +96,8 @@ def _live_body(slot: str, stack: str | None):
             q, k = a.shape
             st.plotly_chart(figures.attention_heatmap(
                 a, job_tokens(which, q), job_tokens(which, k, keys=True),
-                title=f"Latest: {STACK_LABELS.get(which, which)}, last layer, mean of heads · step {job.snapshot_step}",
+                title=f"Latest {'cross-attention' if which == 'cross' else 'self-attention'}, last layer, "
+                      f"mean of heads · step {job.snapshot_step}",
                 height=300), width="stretch", key="tr_live_att")
 
 
@@ -137,7 +146,7 @@ def head_choice(run: Run) -> tuple[str, int, int | None]:
     if st.session_state.get("tr_stack") not in stacks:
         st.session_state["tr_stack"] = default
     c1, c2, c3 = st.columns([2, 1, 1])
-    stack = c1.selectbox("Attention", stacks, format_func=lambda s: STACK_LABELS.get(s, s), key="tr_stack")
+    stack = c1.selectbox("Attention", stacks, format_func=lambda s: stack_label(run.facts.kind, s), key="tr_stack")
     a = run.attention[stack]
     n_l, n_h = a.shape[1], a.shape[2]
     if int(st.session_state.get("tr_layer", n_l - 1)) >= n_l:
@@ -180,7 +189,7 @@ def evolution(run: Run, slot: str) -> None:
     with left:
         st.plotly_chart(figures.attention_heatmap(
             figures.head_map(run, stack, frame, layer, head), q_tokens, k_tokens,
-            title=f"{STACK_LABELS.get(stack, stack)} · layer {layer} · {who} · {run.frame_labels[frame]}",
+            title=f"{stack_label(run.facts.kind, stack, True)} · layer {layer} · {who} · {run.frame_labels[frame]}",
             height=460), width="stretch", key="tr_heat")
     with right:
         if len(run.loss_values) or np.isfinite(run.frame_accuracy).any():

@@ -34,7 +34,7 @@ def test_train_live_then_scrub(page, app_server):
     page.goto(app_server.url + "/training")
     wait_for_app(page)
     # the recorded run opens at once: last frame, anti-diagonal cross-attention
-    i = wait_plot(page, "cross-attention (decoder → encoder) · layer 0 · mean of heads · step 200")
+    i = wait_plot(page, "cross-attention · layer 0 · mean of heads · step 200")
     assert antidiagonal(page.evaluate(Z, i)) > 0.9
 
     # train a short run live (fewer steps keep the test quick)
