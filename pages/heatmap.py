@@ -46,11 +46,12 @@ if clicked:
     st.session_state["layer"], st.session_state["head"] = clicked
 ablated = {tuple(x) for x in st.session_state.get("ablated_heads", set())}
 
+st.session_state.setdefault("hm_renorm", True)
 with st.expander("Display options", expanded=False) if not presenting() else st.container(height=1, border=False):
     c1, c2, c3 = st.columns(3)
     with c1:
         st.toggle("Hide special tokens ([CLS], [SEP], …)", key="hm_hide_special")
-        st.toggle("Renormalise rows after hiding", key="hm_renorm", value=True,
+        st.toggle("Renormalise rows after hiding", key="hm_renorm",
                   help="On: each visible row is rescaled to sum to 1 again. Off: rows show the original "
                        "weights, so they sum to less than 1 where special tokens took weight.")
     with c2:
@@ -148,7 +149,8 @@ if which == "self" and n_q <= 128 and not presenting():
     st.markdown(f"**Lines view** (layer {layer}, head {head}): each token on the left sends lines to the "
                 "tokens it attends to on the right; darker and thicker lines carry more weight. The "
                 "focus token's lines are drawn alone; untick to see every token's.")
-    only_focus = st.checkbox("Only the focus token", value=True, key="hm_lines_focus")
+    st.session_state.setdefault("hm_lines_focus", True)
+    only_focus = st.checkbox("Only the focus token", key="hm_lines_focus")
     show_figure(lines_figure(attention[layer, head], q_tokens, focus=focus if only_focus else None),
                 key="hm_lines", name=f"lines-layer{layer}-head{head}")
 elif which == "self" and not presenting():

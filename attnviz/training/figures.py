@@ -94,7 +94,7 @@ def animation(run: Run, stack: str, layer: int, head: int | None, height: int = 
                           buttons=[dict(label="▶ Play", method="animate",
                                         args=[None, dict(frame=dict(duration=120, redraw=True), fromcurrent=True,
                                                          transition=dict(duration=0))]),
-                                   dict(label="⏸ Pause", method="animate",
+                                   dict(label="Pause", method="animate",
                                         args=[[None], dict(mode="immediate", frame=dict(duration=0, redraw=False))])])],
         sliders=[dict(active=0, x=0.22, len=0.78, y=-0.16, yanchor="top", currentvalue=dict(prefix="step "),
                       steps=steps, pad=dict(t=0))],

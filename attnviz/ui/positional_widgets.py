@@ -5,8 +5,10 @@ import streamlit as st
 
 
 def show(fig, key: str) -> None:
-    """Render a plotly figure full width with a stable key."""
-    st.plotly_chart(fig, width="stretch", key=key, config={"displaylogo": False})
+    """Render a plotly figure full width with a stable key (app-wide exports, presentation sizing)."""
+    from attnviz.ui.figure import show_figure
+
+    show_figure(fig, key=key)
 
 
 def explain(markdown: str) -> None:

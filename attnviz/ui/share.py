@@ -81,6 +81,12 @@ def current_params() -> dict[str, str]:
 def sync_url() -> None:
     """Write the current view into the URL (only when it changed)."""
     params = current_params()
+    # keep values meant for a page that has not run yet in this session (a link to page X
+    # first opens the app's default page in some clients)
+    done = st.session_state.get(_RESTORED, set())
+    for key, value in st.query_params.items():
+        if key not in done and key not in params:
+            params[key] = value
     if dict(st.query_params) != params:
         st.query_params.from_dict(params)
 

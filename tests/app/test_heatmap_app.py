@@ -78,3 +78,30 @@ def test_sentence_pair_blocks(heatmap):
     z = _heatmap_z(heatmap)
     assert z.shape[0] == 4  # it, slept, ., [SEP]
     np.testing.assert_allclose(z.sum(axis=1), 1.0, atol=1e-4)
+
+
+def test_url_restores_the_view_without_widget_warnings():
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.query_params.update({"layer": "4", "head": "7", "hm_renorm": "0", "hm_hide_special": "1",
+                            "text": "Shared links work."})
+    at.run()
+    at.switch_page("pages/heatmap.py")
+    at.run()
+    assert not at.exception
+    assert (at.session_state["layer"], at.session_state["head"]) == (4, 7)
+    assert at.session_state["hm_renorm"] is False and at.session_state["hm_hide_special"] is True
+    z = _heatmap_z(at)
+    assert z.shape == (4, 4)  # shared links work . without [CLS]/[SEP]
+    assert (z.sum(axis=1) < 1.0).all()  # not renormalised: special tokens' weight is missing
+    assert not [w for w in at.warning if "Session State" in w.value]
+
+
+def test_presentation_mode_hides_exports():
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.query_params["present"] = "1"
+    at.run()
+    at.switch_page("pages/heatmap.py")
+    at.run()
+    assert not at.exception and at.session_state["present"] is True
+    labels = [b.label for b in at.get("download_button")]
+    assert "CSV" not in labels
