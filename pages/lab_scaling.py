@@ -6,10 +6,12 @@ import streamlit as st
 from attnviz.errors import BadInput
 from attnviz.lab.figures import FONT, lines
 from attnviz.lab.scaling import D_K_GRID, ScalingConfig, dot_products, saturation_row, saturation_sweep
-from attnviz.ui.lab_widgets import lab_header, lecture_nav, show_figure
+from attnviz.ui.lab_widgets import keep_choice, lab_header, lecture_nav, show_figure
+from attnviz.ui.share import bind
 from attnviz.ui.shell import ensure_app_shell
 
 ensure_app_shell()
+bind({"scaling_dk": int, "scaling_nkeys": int})
 
 PAGE = "pages/lab_scaling.py"
 lab_header(PAGE, """
@@ -26,11 +28,14 @@ def _sweep(n_keys: int, n_trials: int):
     return saturation_sweep(D_K_GRID, ScalingConfig(n_keys=n_keys, n_trials=n_trials))
 
 
+KEY_COUNTS = [4, 8, 16, 32, 64, 128]
+keep_choice("scaling_dk", D_K_GRID, 512)
+keep_choice("scaling_nkeys", KEY_COUNTS, 16)
 c1, c2 = st.columns([2, 1])
 with c1:
-    d_k = st.select_slider("d_k (width of queries and keys)", options=list(D_K_GRID), value=512, key="scaling_dk")
+    d_k = st.select_slider("d_k (width of queries and keys)", options=list(D_K_GRID), key="scaling_dk")
 with c2:
-    n_keys = st.select_slider("Keys per softmax", options=[4, 8, 16, 32, 64, 128], value=16, key="scaling_nkeys",
+    n_keys = st.select_slider("Keys per softmax", options=KEY_COUNTS, key="scaling_nkeys",
                               help="How many keys each query spreads its weight over.")
 
 try:

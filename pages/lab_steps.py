@@ -8,10 +8,12 @@ from attnviz.errors import BadInput
 from attnviz.lab import worked_example as ex
 from attnviz.lab.figures import matrix_heatmap
 from attnviz.lab.matrix_text import format_number
-from attnviz.ui.lab_widgets import lab_header, lecture_nav, matrix_input, reset_button, show_figure
+from attnviz.ui.lab_widgets import keep_choice, lab_header, lecture_nav, matrix_input, reset_button, show_figure
+from attnviz.ui.share import bind
 from attnviz.ui.shell import ensure_app_shell
 
 ensure_app_shell()
+bind({"steps_q": str, "steps_k": str, "steps_v": str, "steps_scale": bool, "steps_row": int})
 
 PAGE = "pages/lab_steps.py"
 lab_header(PAGE, """
@@ -33,7 +35,8 @@ o1, o2 = st.columns([1, 3])
 with o1:
     reset_button(["steps_q", "steps_k", "steps_v"], key="steps_reset")
 with o2:
-    scale = st.toggle("Divide by √d_k", value=True, key="steps_scale",
+    st.session_state.setdefault("steps_scale", True)
+    scale = st.toggle("Divide by √d_k", key="steps_scale",
                       help="Turn off to see the raw scores go straight into the softmax.")
 
 if q is None or k is None or v is None:
@@ -78,6 +81,7 @@ st.subheader("Check a row by hand")
 st.markdown("Hand calculations of a softmax are easy to get wrong. Two checks catch most slips: "
             "**the row sums to 1**, and **the ratio of two weights equals e to the power of the difference of "
             "their scores** (so equal scores get equal weights).")
+keep_choice("steps_row", range(n_q), 0)
 row = st.selectbox("Row", range(n_q), format_func=lambda i: qs[i], key="steps_row")
 sc = s.scaled[row]
 e = np.exp(sc - sc.max())

@@ -92,3 +92,30 @@ def int_list_input(label: str, default: str, key: str, help: str | None = None) 
             st.warning(f"{label}: '{p}' is not a whole number.")
             return None
     return out
+
+
+# --- keeping values restored from a link valid (before the widget is drawn) ---------------------
+# Streamlit 1.67 silently replaces a session-state value that a widget cannot show by its first
+# option / its minimum; these put a hand-edited link's bad value back to the page default instead.
+
+def keep_choice(key: str, options, default) -> None:
+    """Session value of a choice widget (radio, selectbox, select_slider): default unless in options."""
+    options = list(options)
+    if st.session_state.get(key, default) not in options:
+        st.session_state[key] = default if default in options else options[0]
+    st.session_state.setdefault(key, default)
+
+
+def keep_in_range(key: str, lo, hi, default) -> None:
+    """Session value of a number widget: default if missing, clamped into [lo, hi]."""
+    value = st.session_state.setdefault(key, default)
+    clamped = min(max(value, lo), hi)
+    if clamped != value:
+        st.session_state[key] = clamped
+
+
+def keep_text(key: str, default: str, max_chars: int | None = None) -> None:
+    """Session value of a text widget: default if missing, cut to max_chars."""
+    value = st.session_state.setdefault(key, default)
+    if max_chars is not None and len(value) > max_chars:
+        st.session_state[key] = value[:max_chars]

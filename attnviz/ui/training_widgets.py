@@ -23,16 +23,6 @@ def stack_label(kind: str, stack: str, short: bool = False) -> str:
     return (SHORT_LABELS if short else STACK_LABELS).get(stack, stack)
 
 
-def app_shell() -> None:
-    """attnviz.ui.shell.ensure_app_shell(), once per session: its rerun, if repeated on every run
-    (as under AppTest), would swallow the click of any button on the page."""
-    from attnviz.ui.shell import ensure_app_shell
-
-    if not st.session_state.get("tr_shell_checked"):
-        st.session_state["tr_shell_checked"] = True
-        ensure_app_shell()
-
-
 @st.cache_resource(max_entries=8, show_spinner=False)
 def recorded(name: str) -> Run | None:
     """The recorded run shipped in assets/runs/<name>.npz (shared: never mutate it)."""

@@ -9,7 +9,7 @@ FIND_PLOT = """(sel) => {
   const plots = [...document.querySelectorAll('.js-plotly-plot')];
   return plots.findIndex(el => el._fullLayout && (
       (sel.ytitle && ((el._fullLayout.yaxis || {}).title || {}).text?.startsWith(sel.ytitle)) ||
-      (sel.title && (el._fullLayout.title || {}).text?.startsWith(sel.title))));
+      (sel.title && ((el._fullLayout.title || {}).text || '').includes(sel.title))));  // themes wrap titles in <b>
 }"""
 
 
@@ -47,7 +47,8 @@ def click_marker(page, index: int, x: float, y: float):
 
 
 def wait_plot(page, ytitle: str | None = None, title: str | None = None, timeout: float = 60.0) -> int:
-    """Index of the first plotly figure with that y-axis title / title, waiting for it to render."""
+    """Index of the first plotly figure whose y-axis title starts with `ytitle` or whose title
+    contains `title`, waiting for it to render."""
     deadline = time.time() + timeout
     while time.time() < deadline:
         i = plot_index(page, ytitle=ytitle, title=title)

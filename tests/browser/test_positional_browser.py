@@ -6,23 +6,10 @@ import time
 
 import pytest
 
+from tests.browser.helpers import wait_plot
 from tests.conftest import wait_for_app
 
 TRACE = "(i) => document.querySelectorAll('.js-plotly-plot')[i]._fullData"
-# Streamlit's theme wraps titles in <b>: match by substring
-FIND = """(t) => [...document.querySelectorAll('.js-plotly-plot')].findIndex(
-    el => el._fullData && ((el._fullLayout.title || {}).text || '').includes(t))"""
-
-
-def wait_plot(page, title: str, timeout: float = 60.0) -> int:
-    """Index of the first rendered plotly figure whose title contains `title`."""
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        i = page.evaluate(FIND, title)
-        if i >= 0:
-            return i
-        time.sleep(0.3)
-    raise AssertionError(f"no plot titled {title!r} after {timeout:.0f} s")
 
 
 def _open_tab(page, label: str):
