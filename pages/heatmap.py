@@ -107,8 +107,12 @@ with fig_col:
         key="hm_heatmap", name=f"attention-layer{layer}-head{head}")
 with info_col:
     full = attention[layer, head]
-    on_special = float(full[:, k_special].sum(axis=1).mean()) if k_special.any() else 0.0
-    st.metric("Mean weight on special tokens", f"{on_special:.1%}")
+    if k_special.any():
+        st.metric("Mean weight on special tokens", f"{float(full[:, k_special].sum(axis=1).mean()):.1%}",
+                  help="Average over rows of the weight on [CLS], [SEP] and other special tokens.")
+    else:
+        st.metric("Mean weight on the first token", f"{float(full[:, 0].mean()):.1%}",
+                  help="Many causal models park unused attention on the first token (an 'attention sink').")
     st.metric("Largest weight", f"{float(full.max()):.4f}")
     st.markdown("Read a **row** to see what that token gathers information from; read a **column** "
                 "to see who gathers from that token.")

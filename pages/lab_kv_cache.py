@@ -6,10 +6,12 @@ import streamlit as st
 from attnviz.errors import AttnvizError, BadInput
 from attnviz.lab import kv_cache as kv
 from attnviz.lab.figures import lines, matrix_heatmap
-from attnviz.ui.lab_widgets import lab_header, lecture_nav, show_figure
+from attnviz.ui.lab_widgets import keep_choice, keep_in_range, keep_text, lab_header, lecture_nav, show_figure
+from attnviz.ui.share import bind
 from attnviz.ui.shell import ensure_app_shell
 
 ensure_app_shell()
+bind({"kv_prompt": str, "kv_new": int, "kv_step": int, "kv_preset": str, "kv_tokens": int})
 
 PAGE = "pages/lab_kv_cache.py"
 lab_header(PAGE, """
@@ -20,12 +22,14 @@ pushes only the **newest** token through the model, appends its K and V, and att
 identical; the cost per step stops growing with the whole sequence, and the price is memory.
 """)
 
+keep_text("kv_prompt", "the cat sat on the", kv.MAX_PROMPT)
+keep_in_range("kv_new", 1, kv.MAX_NEW, 12)
 c1, c2 = st.columns([3, 1])
 with c1:
-    prompt = st.text_input("Prompt for the tiny model (letters, space, . , ! ?)", "the cat sat on the", key="kv_prompt",
+    prompt = st.text_input("Prompt for the tiny model (letters, space, . , ! ?)", key="kv_prompt",
                            max_chars=kv.MAX_PROMPT)
 with c2:
-    n_new = st.number_input("Characters to generate", 1, kv.MAX_NEW, 12, key="kv_new")
+    n_new = st.number_input("Characters to generate", 1, kv.MAX_NEW, key="kv_new")
 cfg = kv.TinyConfig()
 try:
     gen = kv.generate(prompt, int(n_new), cfg)
@@ -39,7 +43,15 @@ st.caption(f"The model: {cfg.n_layers} layers, {cfg.n_heads} query heads and {cf
 st.markdown(f"Generated: `{gen.prompt}`**`{gen.text[len(gen.prompt):]}`**")
 
 st.subheader("The cache, step by step")
-step = st.slider("Generation step", 1, len(gen.steps), len(gen.steps), key="kv_step")
+n_steps = len(gen.steps)
+# the slider starts at the last step, and goes back there when the number of steps changes
+# (a restored link keeps its step on the first run)
+if st.session_state.get("_kv_step_max") != n_steps:
+    if "_kv_step_max" in st.session_state:
+        st.session_state["kv_step"] = n_steps
+    st.session_state["_kv_step_max"] = n_steps
+keep_in_range("kv_step", 1, n_steps, n_steps)
+step = st.slider("Generation step", 1, n_steps, key="kv_step")
 st_ = gen.steps[step - 1]
 n_cached = st_.cache_tokens
 layer_k = gen.cache[0][0][:, :n_cached + 1, :]  # (n_kv, tokens, d_head) after this step's new token
@@ -82,6 +94,7 @@ st.markdown("**bytes = 2 (K and V) × layers × KV heads × d_head × tokens × 
 presets = dict(kv.PRESETS)
 if st.session_state.get("kv_model_facts"):
     presets["the sidebar's model (loaded)"] = st.session_state["kv_model_facts"]
+keep_choice("kv_preset", presets, next(iter(presets)))
 p1, p2 = st.columns([2, 1])
 with p1:
     name = st.selectbox("Preset", list(presets), key="kv_preset")
@@ -108,7 +121,8 @@ a, b, c, d, e, f_ = st.columns(6)
 n_layers = a.number_input("layers", 0, 1000, shape.n_layers, key=f"kv_layers_{name}")
 n_kv = b.number_input("KV heads", 0, 1000, shape.n_kv_heads, key=f"kv_kvh_{name}")
 d_head = c.number_input("d_head", 0, 4096, shape.d_head, key=f"kv_dhead_{name}")
-tokens = d.number_input("tokens", 0, 10_000_000, 2048, key="kv_tokens")
+keep_in_range("kv_tokens", 0, 10_000_000, 2048)
+tokens = d.number_input("tokens", 0, 10_000_000, key="kv_tokens")
 batch = e.number_input("batch", 0, 100_000, 1, key="kv_batch")
 dtype = f_.selectbox("dtype", list(kv.BYTES_PER_VALUE), index=1, key="kv_dtype")
 try:

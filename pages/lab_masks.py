@@ -6,10 +6,13 @@ import streamlit as st
 from attnviz.errors import BadInput
 from attnviz.lab.figures import bars, matrix_heatmap
 from attnviz.lab.masks import MAX_BATCH, MAX_LEN, fully_masked_row_behaviours, future_leak, masked_batch
-from attnviz.ui.lab_widgets import int_list_input, lab_header, lecture_nav, show_figure
+from attnviz.ui.lab_widgets import int_list_input, keep_choice, keep_in_range, lab_header, lecture_nav, show_figure
+from attnviz.ui.share import bind
 from attnviz.ui.shell import ensure_app_shell
 
 ensure_app_shell()
+bind({"masks_lengths": str, "masks_padto": int, "masks_kind": str, "masks_seq": int})
+KINDS = ["causal + padding", "causal", "padding", "none"]
 
 PAGE = "pages/lab_masks.py"
 lab_header(PAGE, """
@@ -26,10 +29,12 @@ with c1:
                              help=f"Up to {MAX_BATCH} sequences, comma-separated. A length of 0 is an empty "
                                   "sequence: all its rows are fully masked.")
 with c2:
-    pad_to = st.number_input("Padded length", min_value=1, max_value=MAX_LEN, value=5, key="masks_padto",
+    keep_in_range("masks_padto", 1, MAX_LEN, 5)
+    pad_to = st.number_input("Padded length", min_value=1, max_value=MAX_LEN, key="masks_padto",
                              help="The batch is padded to this length; no sequence may be longer.")
 with c3:
-    kind = st.radio("Mask", ["causal + padding", "causal", "padding", "none"], key="masks_kind")
+    keep_choice("masks_kind", KINDS, KINDS[0])
+    kind = st.radio("Mask", KINDS, key="masks_kind")
 if lengths is None:
     lecture_nav(PAGE)
     st.stop()
@@ -40,6 +45,7 @@ except BadInput as e:
     lecture_nav(PAGE)
     st.stop()
 
+keep_choice("masks_seq", range(len(lengths)), 0)
 seq = st.radio("Sequence", range(len(lengths)), horizontal=True, key="masks_seq",
                format_func=lambda i: f"sequence {i + 1} (length {lengths[i]})")
 n = int(pad_to)

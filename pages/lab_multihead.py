@@ -6,10 +6,12 @@ import streamlit as st
 from attnviz.errors import BadInput
 from attnviz.lab.figures import FONT, matrix_heatmap
 from attnviz.lab.multihead import head_dim, multi_head_attention, random_params, token_embeddings
-from attnviz.ui.lab_widgets import lab_header, lecture_nav, show_figure
+from attnviz.ui.lab_widgets import keep_choice, keep_in_range, keep_text, lab_header, lecture_nav, show_figure
+from attnviz.ui.share import bind
 from attnviz.ui.shell import ensure_app_shell
 
 ensure_app_shell()
+bind({"mh_text": str, "mh_dmodel": int, "mh_heads": int, "mh_seed": int})
 
 PAGE = "pages/lab_multihead.py"
 lab_header(PAGE, """
@@ -21,15 +23,19 @@ but h different patterns. The weights here are random (a freshly initialised lay
 patterns differ by chance, not by learned roles.
 """)
 
+keep_text("mh_text", "the cat sat on the mat", 200)
+keep_in_range("mh_dmodel", 1, 512, 16)
+keep_in_range("mh_heads", 1, 16, 4)
+keep_in_range("mh_seed", 0, 9999, 0)
 c1, c2, c3, c4 = st.columns([3, 1, 1, 1])
 with c1:
-    text = st.text_input("Tokens (space-separated)", "the cat sat on the mat", key="mh_text", max_chars=200)
+    text = st.text_input("Tokens (space-separated)", key="mh_text", max_chars=200)
 with c2:
-    d_model = st.number_input("d_model", min_value=1, max_value=512, value=16, key="mh_dmodel")
+    d_model = st.number_input("d_model", min_value=1, max_value=512, key="mh_dmodel")
 with c3:
-    n_heads = st.number_input("heads h", min_value=1, max_value=16, value=4, key="mh_heads")
+    n_heads = st.number_input("heads h", min_value=1, max_value=16, key="mh_heads")
 with c4:
-    seed = st.number_input("seed", min_value=0, max_value=9999, value=0, key="mh_seed")
+    seed = st.number_input("seed", min_value=0, max_value=9999, key="mh_seed")
 tokens = text.split()
 if not tokens:
     st.warning("Type at least one token.")
@@ -45,8 +51,11 @@ except BadInput as e:
     lecture_nav(PAGE)
     st.stop()
 kv_options = [k for k in range(1, int(n_heads) + 1) if int(n_heads) % k == 0]
+kv_key = f"mh_kv_{int(n_heads)}"  # one slider per head count: its options depend on it
+bind({kv_key: int})
+keep_choice(kv_key, kv_options, kv_options[-1])
 n_kv = st.select_slider("KV heads (grouped-query attention: several query heads share one key/value head)",
-                        options=kv_options, value=kv_options[-1], key=f"mh_kv_{n_heads}")
+                        options=kv_options, key=kv_key)
 
 h, dm = int(n_heads), int(d_model)
 x = token_embeddings(tokens, dm, seed=int(seed))

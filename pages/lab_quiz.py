@@ -12,10 +12,12 @@ from attnviz.lab.mistakes import MISTAKES, inverted_padding, rank_collapse, rati
 from attnviz.lab.multihead import head_dim
 from attnviz.lab.quiz import QUESTIONS, check, score
 from attnviz.lab.scaling import saturation_row
-from attnviz.ui.lab_widgets import lab_header, lecture_nav, show_figure
+from attnviz.ui.lab_widgets import keep_in_range, lab_header, lecture_nav, show_figure
+from attnviz.ui.share import bind
 from attnviz.ui.shell import ensure_app_shell
 
 ensure_app_shell()
+bind({"quiz_dmodel": int, "quiz_heads": int})
 
 PAGE = "pages/lab_quiz.py"
 lab_header(PAGE, """
@@ -49,8 +51,10 @@ def demo(key: str) -> None:
                          "Change only t6: how far each output moves", "‖Δ output‖", digits=3), key="quiz_fig_causal")
     elif key == "divisible":
         c1, c2 = st.columns(2)
-        d = c1.number_input("d_model", 1, 4096, 256, key="quiz_dmodel")
-        h = c2.number_input("n_heads", 1, 256, 6, key="quiz_heads")
+        keep_in_range("quiz_dmodel", 1, 4096, 256)
+        keep_in_range("quiz_heads", 1, 256, 6)
+        d = c1.number_input("d_model", 1, 4096, key="quiz_dmodel")
+        h = c2.number_input("n_heads", 1, 256, key="quiz_heads")
         try:
             st.success(f"d_head = {head_dim(int(d), int(h))}: fine.")
         except BadInput as e:

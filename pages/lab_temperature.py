@@ -8,10 +8,12 @@ from attnviz.lab import lookup as lk
 from attnviz.lab import worked_example as ex
 from attnviz.lab.figures import bars, lines, matrix_heatmap
 from attnviz.lab.matrix_text import format_number
-from attnviz.ui.lab_widgets import lab_header, lecture_nav, matrix_input, show_figure
+from attnviz.ui.lab_widgets import keep_choice, lab_header, lecture_nav, matrix_input, show_figure
+from attnviz.ui.share import bind
 from attnviz.ui.shell import ensure_app_shell
 
 ensure_app_shell()
+bind({"temp_T": float, "temp_typed": str, "temp_row": int})
 
 PAGE = "pages/lab_temperature.py"
 lab_header(PAGE, """
@@ -24,6 +26,9 @@ best score share the weight equally, even at T → 0.
 
 GRID = lk.temperature_grid()
 st.session_state.setdefault("temp_T", 1.0)
+if st.session_state["temp_T"] not in GRID and 0 < st.session_state["temp_T"] < np.inf:  # a hand-edited link: nearest notch
+    st.session_state["temp_T"] = min(GRID, key=lambda t: abs(np.log(t / st.session_state["temp_T"])))
+keep_choice("temp_T", GRID, 1.0)
 c1, c2 = st.columns([3, 1])
 with c1:
     st.select_slider("Temperature T (log scale)", options=GRID, key="temp_T",
@@ -80,6 +85,7 @@ st.markdown(f"Largest difference from the hard lookup: **{gap:.4f}**. Output of 
             + (f"{', '.join(tied).capitalize()} {'has' if len(tied) == 1 else 'have'} tied best scores, so even a tiny T "
                "splits the weight evenly between them." if tied else ""))
 
+keep_choice("temp_row", range(q.shape[0]), 0)
 r = st.selectbox("Follow one query across temperatures", range(q.shape[0]), format_func=lambda i: qs[i],
                  key="temp_row")
 curve = lk.weights_vs_temperature(s1.scaled[r], GRID)

@@ -7,10 +7,12 @@ from attnviz.errors import BadInput
 from attnviz.lab import variants as va
 from attnviz.lab.figures import matrix_heatmap
 from attnviz.lab.multihead import multi_head_attention, random_params, token_embeddings
-from attnviz.ui.lab_widgets import lab_header, lecture_nav, matrix_input, show_figure
+from attnviz.ui.lab_widgets import keep_in_range, keep_text, lab_header, lecture_nav, matrix_input, show_figure
+from attnviz.ui.share import bind
 from attnviz.ui.shell import ensure_app_shell
 
 ensure_app_shell()
+bind({"var_da": int, "var_seed": int, "var_src": str, "var_tgt": str})
 
 PAGE = "pages/lab_variants.py"
 lab_header(PAGE, """
@@ -29,8 +31,10 @@ with c1:
 with c2:
     s = matrix_input("Decoder states s (one target step per row)", va.DECODER_STATES, "var_s")
 with c3:
-    d_a = st.number_input("d_a (alignment width)", 1, 64, 2, key="var_da")
-    seed = st.number_input("seed", 0, 9999, 0, key="var_seed")
+    keep_in_range("var_da", 1, 64, 2)
+    keep_in_range("var_seed", 0, 9999, 0)
+    d_a = st.number_input("d_a (alignment width)", 1, 64, key="var_da")
+    seed = st.number_input("seed", 0, 9999, key="var_seed")
 if h is None or s is None:
     lecture_nav(PAGE)
     st.stop()
@@ -69,11 +73,13 @@ The same mechanism, three wirings. **Self-attention**: the source attends to its
 **Cross-attention**: target queries attend to source keys and values (the transformer form of Bahdanau/Luong).
 **Causal self-attention**: the target attends to itself, but only to the past.
 """)
+keep_text("var_src", "le chat est assis", 120)
+keep_text("var_tgt", "the cat is sitting", 120)
 c1, c2 = st.columns(2)
 with c1:
-    src_text = st.text_input("Source sentence (encoder)", "le chat est assis", key="var_src", max_chars=120)
+    src_text = st.text_input("Source sentence (encoder)", key="var_src", max_chars=120)
 with c2:
-    tgt_text = st.text_input("Target sentence (decoder)", "the cat is sitting", key="var_tgt", max_chars=120)
+    tgt_text = st.text_input("Target sentence (decoder)", key="var_tgt", max_chars=120)
 src_tok, tgt_tok = src_text.split(), tgt_text.split()
 if not src_tok or not tgt_tok or len(src_tok) > 12 or len(tgt_tok) > 12:
     st.warning("Type 1 to 12 space-separated tokens in each sentence.")
