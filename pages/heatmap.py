@@ -132,9 +132,10 @@ st.subheader("Token focus")
 st.markdown("Choose a token to see, for every head of this layer, what it attends to (its row) and "
             "what attends to it (its column).")
 n_q = attention.shape[2]
-st.session_state.setdefault("hm_focus", 1 if n_q > 2 else 0)
-if st.session_state["hm_focus"] >= n_q:
-    st.session_state["hm_focus"] = 0
+focus_now = st.session_state.get("hm_focus")
+# a new text changes the options: keep the position if it still exists, else the first word
+if not isinstance(focus_now, int) or not 0 <= focus_now < n_q:
+    st.session_state["hm_focus"] = 1 if n_q > 2 else 0
 focus = st.selectbox("Token", range(n_q), key="hm_focus", format_func=lambda i: f"{i}: {q_tokens[i]}")
 layer_heads_ablated = {h for (l, h) in ablated if l == layer}
 c_out, c_in = st.columns(2)
