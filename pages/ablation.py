@@ -8,6 +8,10 @@ from attnviz.plots_analytics import head_grid, layer_lines
 from attnviz.ui import analytics_widgets as aw
 from attnviz.ui.cache import get_model
 from attnviz.ui.sidebar import require_result
+from attnviz.ui.figure import show_figure
+from attnviz.ui.shell import ensure_app_shell
+
+ensure_app_shell()
 
 st.title("Head ablation")
 st.markdown(
@@ -88,8 +92,8 @@ else:
         st.dataframe([{"rank": i + 1, "full model": f"{bt} ({bp:.3f})", "with heads off": f"{at} ({ap:.3f})"}
                       for i, ((bt, bp), (at, ap)) in enumerate(zip(b_top, a_top))], hide_index=True, width="stretch")
     change = attention_change(base.attention, abl.attention)
-    st.plotly_chart(layer_lines({"attention change": change}, title="How much each layer's attention moved",
-                                ytitle="mean row distance (0–1)"), width="stretch", key="ab_layers")
+    show_figure(layer_lines({"attention change": change}, title="How much each layer's attention moved",
+                                ytitle="mean row distance (0–1)"), key="ab_layers")
     first = min(l for l, _ in heads)
     st.caption(f"Mean total-variation distance between the rows with and without the heads (0 = same). Layers up "
                f"to {first} cannot change (the first switched-off head is in layer {first}, and its weights are "

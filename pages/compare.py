@@ -8,6 +8,10 @@ from attnviz.plots_analytics import head_grid, matrix_heatmap
 from attnviz.ui import analytics_widgets as aw
 from attnviz.ui.cache import get_model, get_result
 from attnviz.ui.sidebar import require_result
+from attnviz.ui.figure import show_figure
+from attnviz.ui.shell import ensure_app_shell
+
+ensure_app_shell()
 
 st.title("Compare attention")
 st.markdown(
@@ -55,18 +59,18 @@ layer, head = aw.head_selectors("cmp", min(result_a.n_layers, result_b.n_layers)
 ma, mb = result_a.attention[layer, head], result_b.attention[layer, head]
 c1, c2 = st.columns(2)
 with c1:
-    st.plotly_chart(matrix_heatmap(ma, tokens_a, tokens_a, title=f"{name_a} · L{layer} H{head}", zmin=0.0, zmax=1.0,
-                                   colorscale="Blues"), width="stretch", key="cmp_a")
+    show_figure(matrix_heatmap(ma, tokens_a, tokens_a, title=f"{name_a} · L{layer} H{head}", zmin=0.0, zmax=1.0,
+                                   colorscale="Blues"), key="cmp_a")
 with c2:
-    st.plotly_chart(matrix_heatmap(mb, tokens_b, tokens_b, title=f"{name_b} · L{layer} H{head}", zmin=0.0, zmax=1.0,
-                                   colorscale="Blues"), width="stretch", key="cmp_b")
+    show_figure(matrix_heatmap(mb, tokens_b, tokens_b, title=f"{name_b} · L{layer} H{head}", zmin=0.0, zmax=1.0,
+                                   colorscale="Blues"), key="cmp_b")
 d1, d2 = st.columns(2)
 with d1:
     diff = difference(ma, mb)
     lim = max(float(abs(diff).max()), 1e-6)
     labels = [a if a == b else f"{a}/{b}" for a, b in zip(tokens_a, tokens_b)]
-    st.plotly_chart(matrix_heatmap(diff, labels, labels, title=f"A − B · L{layer} H{head}", zmin=-lim, zmax=lim,
-                                   zmid=0.0, colorscale="RdBu_r", colorbar="A − B"), width="stretch", key="cmp_diff")
+    show_figure(matrix_heatmap(diff, labels, labels, title=f"A − B · L{layer} H{head}", zmin=-lim, zmax=lim,
+                                   zmid=0.0, colorscale="RdBu_r", colorbar="A − B"), key="cmp_diff")
     st.caption("Tokens that differ between A and B are labelled 'a/b'. Red: A attends more; blue: B does.")
 with d2:
     if result_a.attention.shape[:2] == result_b.attention.shape[:2]:

@@ -6,6 +6,10 @@ from attnviz.metrics.entropy import head_mean, padding_mask
 from attnviz.plots_analytics import head_grid, token_bars
 from attnviz.ui import analytics_widgets as aw
 from attnviz.ui.sidebar import require_result
+from attnviz.ui.figure import show_figure
+from attnviz.ui.shell import ensure_app_shell
+
+ensure_app_shell()
 
 st.title("Attention entropy")
 st.markdown(
@@ -59,7 +63,7 @@ with right:
                       ytitle=label, special_mask=result.special_mask)
     if unit.startswith("normalised"):
         bars.update_yaxes(range=[0, 1.02])
-    st.plotly_chart(bars, width="stretch", key="en_bars")
+    show_figure(bars, key="en_bars")
     st.caption(f"Head mean: {means[sel_layer, sel_head]:.3f}. Light bars are special tokens. "
                f"Uniform attention over n keys has entropy log n ({np.log(result.seq_len):.2f} nats for all "
                f"{result.seq_len} tokens); attention on one key has 0.")

@@ -6,6 +6,9 @@ from attnviz.metrics.roles import ROLE_KEYS, ROLES, strongest_role, top_heads
 from attnviz.plots_analytics import role_map
 from attnviz.ui import analytics_widgets as aw
 from attnviz.ui.sidebar import require_result
+from attnviz.ui.shell import ensure_app_shell
+
+ensure_app_shell()
 
 st.title("Head roles")
 st.markdown(

@@ -6,7 +6,8 @@ import streamlit as st
 from attnviz.errors import AttnvizError, BadInput
 from attnviz.lab import kv_cache as kv
 from attnviz.lab.figures import lines, matrix_heatmap
-from attnviz.ui.lab_widgets import keep_choice, keep_in_range, keep_text, lab_header, lecture_nav, show_figure
+from attnviz.ui.lab_widgets import (keep_choice, keep_in_range, keep_text, lab_header, lecture_nav, show_figure,
+                                    stop_page)
 from attnviz.ui.share import bind
 from attnviz.ui.shell import ensure_app_shell
 
@@ -35,8 +36,7 @@ try:
     gen = kv.generate(prompt, int(n_new), cfg)
 except BadInput as e:
     st.warning(str(e))
-    lecture_nav(PAGE)
-    st.stop()
+    stop_page(PAGE)
 st.caption(f"The model: {cfg.n_layers} layers, {cfg.n_heads} query heads and {cfg.n_kv_heads} KV heads of width "
            f"{cfg.d_head}, d_model {cfg.d_model}, random weights (seed {cfg.seed}) and greedy decoding, so the text is "
            "gibberish; what matters is what gets computed and stored.")
@@ -130,8 +130,7 @@ try:
     wrong = kv.kv_cache_bytes(n_layers, shape.n_heads, d_head, tokens, batch, kv.BYTES_PER_VALUE[dtype])
 except BadInput as err:
     st.warning(str(err))
-    lecture_nav(PAGE)
-    st.stop()
+    stop_page(PAGE)
 st.metric("KV cache", kv.human_bytes(size), help=f"{size:,} bytes")
 st.markdown(f"= 2 × {n_layers} × {n_kv} × {d_head} × {tokens:,} × {batch} × {kv.BYTES_PER_VALUE[dtype]} = "
             f"**{size:,} bytes**. " + (

@@ -6,7 +6,8 @@ import streamlit as st
 from attnviz.errors import BadInput
 from attnviz.lab.figures import bars, matrix_heatmap
 from attnviz.lab.masks import MAX_BATCH, MAX_LEN, fully_masked_row_behaviours, future_leak, masked_batch
-from attnviz.ui.lab_widgets import int_list_input, keep_choice, keep_in_range, lab_header, lecture_nav, show_figure
+from attnviz.ui.lab_widgets import (int_list_input, keep_choice, keep_in_range, lab_header, lecture_nav,
+                                    show_figure, stop_page)
 from attnviz.ui.share import bind
 from attnviz.ui.shell import ensure_app_shell
 
@@ -36,14 +37,12 @@ with c3:
     keep_choice("masks_kind", KINDS, KINDS[0])
     kind = st.radio("Mask", KINDS, key="masks_kind")
 if lengths is None:
-    lecture_nav(PAGE)
-    st.stop()
+    stop_page(PAGE)
 try:
     b = masked_batch(lengths, int(pad_to), causal="causal" in kind, padding="padding" in kind)
 except BadInput as e:
     st.warning(str(e))
-    lecture_nav(PAGE)
-    st.stop()
+    stop_page(PAGE)
 
 keep_choice("masks_seq", range(len(lengths)), 0)
 seq = st.radio("Sequence", range(len(lengths)), horizontal=True, key="masks_seq",

@@ -6,7 +6,8 @@ import streamlit as st
 from attnviz.errors import BadInput
 from attnviz.lab.figures import FONT, matrix_heatmap
 from attnviz.lab.multihead import head_dim, multi_head_attention, random_params, token_embeddings
-from attnviz.ui.lab_widgets import keep_choice, keep_in_range, keep_text, lab_header, lecture_nav, show_figure
+from attnviz.ui.lab_widgets import (keep_choice, keep_in_range, keep_text, lab_header, lecture_nav, show_figure,
+                                    stop_page)
 from attnviz.ui.share import bind
 from attnviz.ui.shell import ensure_app_shell
 
@@ -39,17 +40,16 @@ with c4:
 tokens = text.split()
 if not tokens:
     st.warning("Type at least one token.")
-    st.stop()
+    stop_page(PAGE)
 if len(tokens) > 12:
     st.warning(f"{len(tokens)} tokens: the lab shows at most 12 so each head's matrix stays readable.")
-    st.stop()
+    stop_page(PAGE)
 try:
     d_head = head_dim(int(d_model), int(n_heads))
 except BadInput as e:
     st.error(str(e))
     st.caption("This is the mistake the course texts warn about: with d_model = 256 and 6 heads, d_k is not an integer.")
-    lecture_nav(PAGE)
-    st.stop()
+    stop_page(PAGE)
 kv_options = [k for k in range(1, int(n_heads) + 1) if int(n_heads) % k == 0]
 kv_key = f"mh_kv_{int(n_heads)}"  # one slider per head count: its options depend on it
 bind({kv_key: int})

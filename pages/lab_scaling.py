@@ -6,7 +6,7 @@ import streamlit as st
 from attnviz.errors import BadInput
 from attnviz.lab.figures import FONT, lines
 from attnviz.lab.scaling import D_K_GRID, ScalingConfig, dot_products, saturation_row, saturation_sweep
-from attnviz.ui.lab_widgets import keep_choice, lab_header, lecture_nav, show_figure
+from attnviz.ui.lab_widgets import keep_choice, lab_header, lecture_nav, show_figure, stop_page
 from attnviz.ui.share import bind
 from attnviz.ui.shell import ensure_app_shell
 
@@ -43,7 +43,7 @@ try:
     row = saturation_row(d_k, ScalingConfig(n_keys=n_keys))
 except BadInput as e:
     st.warning(str(e))
-    st.stop()
+    stop_page(PAGE)
 
 st.subheader(f"Spread of q·k at d_k = {d_k}")
 left, right = st.columns([3, 2])

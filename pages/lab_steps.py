@@ -8,7 +8,8 @@ from attnviz.errors import BadInput
 from attnviz.lab import worked_example as ex
 from attnviz.lab.figures import matrix_heatmap
 from attnviz.lab.matrix_text import format_number
-from attnviz.ui.lab_widgets import keep_choice, lab_header, lecture_nav, matrix_input, reset_button, show_figure
+from attnviz.ui.lab_widgets import (keep_choice, lab_header, lecture_nav, matrix_input, reset_button, show_figure,
+                                    stop_page)
 from attnviz.ui.share import bind
 from attnviz.ui.shell import ensure_app_shell
 
@@ -41,14 +42,12 @@ with o2:
 
 if q is None or k is None or v is None:
     st.info("Fix the matrix above to see the steps.")
-    lecture_nav(PAGE)
-    st.stop()
+    stop_page(PAGE)
 try:
     s = attention_steps(q, k, v, scale=scale)
 except BadInput as e:
     st.warning(str(e))
-    lecture_nav(PAGE)
-    st.stop()
+    stop_page(PAGE)
 
 n_q, n_k, d_v = q.shape[0], k.shape[0], v.shape[1]
 qs = [f"query {i + 1}" for i in range(n_q)]

@@ -8,7 +8,7 @@ from attnviz.lab import lookup as lk
 from attnviz.lab import worked_example as ex
 from attnviz.lab.figures import bars, lines, matrix_heatmap
 from attnviz.lab.matrix_text import format_number
-from attnviz.ui.lab_widgets import keep_choice, lab_header, lecture_nav, matrix_input, show_figure
+from attnviz.ui.lab_widgets import keep_choice, lab_header, lecture_nav, matrix_input, show_figure, stop_page
 from attnviz.ui.share import bind
 from attnviz.ui.shell import ensure_app_shell
 
@@ -46,8 +46,7 @@ if typed.strip():
 if not T > 0:
     st.warning(f"T must be greater than 0: T = {format_number(T)} would divide the scores by zero (or flip "
                "their order). The limit T → 0 is the hard lookup; try T = 0.01 to see it.")
-    lecture_nav(PAGE)
-    st.stop()
+    stop_page(PAGE)
 
 st.subheader(f"The worked example at T = {format_number(T, 3)}")
 with st.expander("Edit Q, K, V (default: the worked example of page 1)"):
@@ -59,13 +58,13 @@ with st.expander("Edit Q, K, V (default: the worked example of page 1)"):
     with e3:
         v = matrix_input("V", ex.V, "temp_v")
 if q is None or k is None or v is None:
-    st.stop()
+    stop_page(PAGE)
 try:
     s = attention_steps(q, k, v, temperature=T)
     s1 = attention_steps(q, k, v)
 except BadInput as e:
     st.warning(str(e))
-    st.stop()
+    stop_page(PAGE)
 qs = [f"query {i + 1}" for i in range(q.shape[0])]
 ks = [f"key {j + 1}" for j in range(k.shape[0])]
 left, right = st.columns(2)

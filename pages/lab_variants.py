@@ -7,7 +7,8 @@ from attnviz.errors import BadInput
 from attnviz.lab import variants as va
 from attnviz.lab.figures import matrix_heatmap
 from attnviz.lab.multihead import multi_head_attention, random_params, token_embeddings
-from attnviz.ui.lab_widgets import keep_in_range, keep_text, lab_header, lecture_nav, matrix_input, show_figure
+from attnviz.ui.lab_widgets import (keep_in_range, keep_text, lab_header, lecture_nav, matrix_input, show_figure,
+                                    stop_page)
 from attnviz.ui.share import bind
 from attnviz.ui.shell import ensure_app_shell
 
@@ -36,8 +37,7 @@ with c3:
     d_a = st.number_input("d_a (alignment width)", 1, 64, key="var_da")
     seed = st.number_input("seed", 0, 9999, key="var_seed")
 if h is None or s is None:
-    lecture_nav(PAGE)
-    st.stop()
+    stop_page(PAGE)
 d_s, d_h = s.shape[1], h.shape[1]
 p = va.random_variant_params(d_s, d_h, int(d_a), seed=int(seed))
 src = [f"h{j + 1}" for j in range(len(h))]
@@ -83,8 +83,7 @@ with c2:
 src_tok, tgt_tok = src_text.split(), tgt_text.split()
 if not src_tok or not tgt_tok or len(src_tok) > 12 or len(tgt_tok) > 12:
     st.warning("Type 1 to 12 space-separated tokens in each sentence.")
-    lecture_nav(PAGE)
-    st.stop()
+    stop_page(PAGE)
 d = 16
 params = random_params(d, 1, seed=int(seed))
 xs, xt = token_embeddings(src_tok, d), token_embeddings(tgt_tok, d)

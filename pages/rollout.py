@@ -8,6 +8,10 @@ from attnviz.metrics.rollout import HEAD_FUSIONS, contributions, fuse_heads, rol
 from attnviz.plots_analytics import matrix_heatmap, token_bars
 from attnviz.ui import analytics_widgets as aw
 from attnviz.ui.sidebar import require_result
+from attnviz.ui.figure import show_figure
+from attnviz.ui.shell import ensure_app_shell
+
+ensure_app_shell()
 
 st.title("Attention rollout")
 st.markdown(
@@ -50,11 +54,11 @@ layer = st.slider("After layer", 0, n_layers - 1, n_layers - 1, key="ro_layer",
 left, right = st.columns(2)
 tokens = result.tokens
 with left:
-    st.plotly_chart(matrix_heatmap(fused[layer], tokens, tokens, title=f"Raw attention, layer {layer} ({fusion} of heads)",
-                                   zmin=0.0, colorscale="Blues"), width="stretch", key="ro_raw")
+    show_figure(matrix_heatmap(fused[layer], tokens, tokens, title=f"Raw attention, layer {layer} ({fusion} of heads)",
+                                   zmin=0.0, colorscale="Blues"), key="ro_raw")
 with right:
-    st.plotly_chart(matrix_heatmap(rolled[layer], tokens, tokens, title=f"Rollout through layers 0–{layer}",
-                                   zmin=0.0, colorscale="Oranges", colorbar="share"), width="stretch", key="ro_rolled")
+    show_figure(matrix_heatmap(rolled[layer], tokens, tokens, title=f"Rollout through layers 0–{layer}",
+                                   zmin=0.0, colorscale="Oranges", colorbar="share"), key="ro_rolled")
 st.caption("Left: what layer's heads do on their own. Right: the chained estimate; its rows sum to 1. "
            "Bright columns are tokens that end up feeding many positions.")
 
@@ -73,9 +77,8 @@ except ValueError as e:
 t2.markdown(f"Target: **{tokens[target_i]}** (position {target_i}). Its rollout row after layer {layer} "
             f"sums to {share.sum():.4f}; the largest share goes to **{tokens[int(share.argmax())]}** "
             f"({share.max():.3f}).")
-st.plotly_chart(token_bars(share, tokens, title=f"Contribution of each input token to '{tokens[target_i]}' "
+show_figure(token_bars(share, tokens, title=f"Contribution of each input token to '{tokens[target_i]}' "
                                                 f"({target_i}) after layer {layer}",
-                           ytitle="share", highlight=target_i, special_mask=result.special_mask),
-                width="stretch", key="ro_bars")
+                           ytitle="share", highlight=target_i, special_mask=result.special_mask), key="ro_bars")
 st.caption("The red bar is the target itself; light bars are special tokens. With the residual included, "
            "a token always keeps part of itself.")

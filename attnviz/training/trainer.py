@@ -27,11 +27,11 @@ DEFAULT_MODELS = {
 @dataclass(frozen=True)
 class TrainConfig:
     task: str = "reverse"  # a key of attnviz.training.tasks.TASKS
-    steps: int = 200  # optimisation steps
+    steps: int = 150  # optimisation steps
     batch_size: int = 64  # sequences per step
     lr: float = 3e-3  # peak AdamW learning rate (linear warm-up, cosine decay to 10%)
     warmup: int = 30  # warm-up steps
-    snapshot_every: int = 4  # record the probe's attention every k steps (plus step 0 and the last)
+    snapshot_every: int = 3  # record the probe's attention every k steps (plus step 0 and the last)
     eval_size: int = 64  # held-out sequences for the accuracy at each snapshot (a quick estimate)
     final_eval_size: int = 512  # held-out sequences for the final accuracy (never trained on)
     seed: int = 0  # seeds weights, batches and held-out set

@@ -56,8 +56,9 @@ def open_head(layer: int, head: int) -> None:
 
 def clickable_head_grid(fig, key: str) -> None:
     """Show a head-grid figure; a click on a cell opens that head on the heatmap page."""
-    event = st.plotly_chart(fig, width="stretch", key=key, on_select="rerun", selection_mode="points",
-                            config={"displayModeBar": False})
+    from attnviz.ui.figure import show_figure
+
+    event = show_figure(fig, key=key, on_select="rerun", selection_mode="points")
     points = []
     try:
         points = event.selection.points if event else []

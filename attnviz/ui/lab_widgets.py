@@ -119,3 +119,16 @@ def keep_text(key: str, default: str, max_chars: int | None = None) -> None:
     value = st.session_state.setdefault(key, default)
     if max_chars is not None and len(value) > max_chars:
         st.session_state[key] = value[:max_chars]
+
+
+def stop_page(page_file: str) -> None:
+    """Stop a lab page after a plain message, keeping the lecture links, the URL and the share link.
+
+    After st.stop() Streamlit drops every later command, including app.py's closing URL sync and
+    'Link to this view' box, so they are done here first."""
+    from attnviz.ui import share
+
+    lecture_nav(page_file)
+    share.sync_url()
+    share.render_link()
+    st.stop()

@@ -160,3 +160,12 @@ def test_bad_link_values_fall_back_to_defaults():
     assert at.radio(key="masks_seq").value == 0
     at = _open("lab_multihead", {"mh_heads": "abc", "mh_kv_4": "3"})
     assert at.number_input(key="mh_heads").value == 4 and at.select_slider(key="mh_kv_4").value == 4
+
+
+def test_a_stopped_page_still_updates_the_url_and_link():
+    at = _open("lab_multihead", {})
+    at.number_input(key="mh_dmodel").set_value(18).run()  # 18 / 4 heads: the page stops after the message
+    assert "not divisible" in at.error[0].value
+    assert at.query_params["mh_dmodel"] == "18"
+    assert len(at.sidebar.get("code")) == 1 and "mh_dmodel=18" in at.sidebar.get("code")[0].value
+    assert [p.label for p in at.get("page_link")][-1].startswith("Next: 6")  # the lecture links stay

@@ -34,7 +34,7 @@ def test_train_live_then_scrub(page, app_server):
     page.goto(app_server.url + "/training")
     wait_for_app(page)
     # the recorded run opens at once: last frame, anti-diagonal cross-attention
-    i = wait_plot(page, "cross-attention · layer 0 · mean of heads · step 200")
+    i = wait_plot(page, "cross-attention · layer 0 · mean of heads · step 150")
     assert antidiagonal(page.evaluate(Z, i)) > 0.9
 
     # train a short run live (fewer steps keep the test quick)
@@ -60,4 +60,4 @@ def test_train_live_then_scrub(page, app_server):
     assert np.abs(np.asarray(first, float) - np.asarray(last, float)).max() > 0.2
     assert antidiagonal(first) < 0.4
     slider.press("ArrowRight")
-    wait_plot(page, "mean of heads · step 4")
+    wait_plot(page, "mean of heads · step 3")
