@@ -9,6 +9,7 @@ from attnviz.ui import analytics_widgets as aw
 from attnviz.ui.cache import get_model, get_result
 from attnviz.ui.sidebar import require_result
 from attnviz.ui.figure import show_figure
+from attnviz.ui.share import bind
 from attnviz.ui.shell import ensure_app_shell
 
 ensure_app_shell()
@@ -23,6 +24,7 @@ st.markdown(
 
 result_a = require_result()
 key_a, text_a, pair_a = aw.sidebar_inputs()
+bind({"cmp_mode": str, "cmp_text_b": str})
 mode = st.radio("Compare", ["Two sentences", "Two models"], horizontal=True, key="cmp_mode")
 
 try:

@@ -7,6 +7,7 @@ from attnviz.plots_analytics import head_grid, token_bars
 from attnviz.ui import analytics_widgets as aw
 from attnviz.ui.sidebar import require_result
 from attnviz.ui.figure import show_figure
+from attnviz.ui.share import bind
 from attnviz.ui.shell import ensure_app_shell
 
 ensure_app_shell()
@@ -26,10 +27,12 @@ analysis = aw.analysis_of_sidebar()
 ent = analysis.entropy
 ablated = aw.ablated_heads()
 
+bind({"en_unit": str, "en_special": bool})
+st.session_state.setdefault("en_special", True)
 c1, c2 = st.columns(2)
 unit = c1.radio("Show", ["normalised (0–1)", "nats"], horizontal=True, key="en_unit",
                 help="Normalised entropy compares heads fairly across rows of different lengths.")
-include_special = c2.toggle("Include [CLS]/[SEP] rows in the head means", value=True, key="en_special",
+include_special = c2.toggle("Include [CLS]/[SEP] rows in the head means", key="en_special",
                             help="Special tokens often attend in their own way; leave them out to see the words only.")
 per_row = ent["normalised"] if unit.startswith("normalised") else ent["nats"]
 valid = ~padding_mask(result.tokens, result.special_mask)

@@ -6,6 +6,7 @@ from attnviz.metrics.roles import ROLE_KEYS, ROLES, strongest_role, top_heads
 from attnviz.plots_analytics import role_map
 from attnviz.ui import analytics_widgets as aw
 from attnviz.ui.sidebar import require_result
+from attnviz.ui.share import bind
 from attnviz.ui.shell import ensure_app_shell
 
 ensure_app_shell()
@@ -23,10 +24,12 @@ key, _, _ = aw.sidebar_inputs()
 ablated = aw.ablated_heads()
 n_examples = len(aw.examples())
 
+bind({"hr_scope": str, "hr_min": float})
+st.session_state.setdefault("hr_min", 0.4)
 c1, c2 = st.columns([2, 1])
 scope = c1.radio("Scores from", [f"the {n_examples} example sentences (averaged)", "the current sentence"],
                  horizontal=True, key="hr_scope")
-min_score = c2.slider("Minimum score for a role", 0.0, 1.0, 0.4, 0.05, key="hr_min",
+min_score = c2.slider("Minimum score for a role", 0.0, 1.0, step=0.05, key="hr_min",
                       help="Heads whose best score is below this are shown grey: no clear role.")
 if scope.startswith("the current"):
     scores = aw.analysis_of_sidebar().roles

@@ -9,6 +9,7 @@ from attnviz.plots_analytics import matrix_heatmap, token_bars
 from attnviz.ui import analytics_widgets as aw
 from attnviz.ui.sidebar import require_result
 from attnviz.ui.figure import show_figure
+from attnviz.ui.share import bind
 from attnviz.ui.shell import ensure_app_shell
 
 ensure_app_shell()
@@ -27,13 +28,19 @@ result = require_result()
 analysis = aw.analysis_of_sidebar()
 n, n_layers = result.seq_len, result.n_layers
 
+bind({"ro_fusion": str, "ro_residual": float, "ro_discard": float, "ro_layer": int, "ro_target": int})
+for _k, _v in (("ro_residual", 0.5), ("ro_discard", 0.0), ("ro_target", 0)):
+    st.session_state.setdefault(_k, _v)
+if not 0 <= st.session_state.get("ro_layer", n_layers - 1) < n_layers:  # another model has fewer layers
+    st.session_state["ro_layer"] = n_layers - 1
+st.session_state.setdefault("ro_layer", n_layers - 1)
 c1, c2, c3 = st.columns(3)
 fusion = c1.selectbox("Head fusion", HEAD_FUSIONS, key="ro_fusion",
                       help="How the heads of a layer become one matrix: their mean (the paper's choice), "
                            "max or min per cell.")
-residual = c2.slider("Residual weight w", 0.0, 1.0, 0.5, 0.05, key="ro_residual",
+residual = c2.slider("Residual weight w", 0.0, 1.0, step=0.05, key="ro_residual",
                      help="Share of the identity (the residual path) in each layer's matrix; 0.5 = A + I, halved.")
-discard = c3.number_input("Discard ratio", value=0.0, step=0.05, format="%.2f", key="ro_discard",
+discard = c3.number_input("Discard ratio", step=0.05, format="%.2f", key="ro_discard",
                           help="Fraction of the weakest fused weights set to 0 in each layer before the residual "
                                "is added (never the [CLS] / first column). Must be at least 0 and below 1.")
 
@@ -49,7 +56,7 @@ except AttnvizError as e:
     st.warning(str(e))
     st.stop()
 
-layer = st.slider("After layer", 0, n_layers - 1, n_layers - 1, key="ro_layer",
+layer = st.slider("After layer", 0, n_layers - 1, key="ro_layer",
                   help="Rollout after this layer (0 = the first layer alone).") if n_layers > 1 else 0
 left, right = st.columns(2)
 tokens = result.tokens
@@ -64,7 +71,7 @@ st.caption("Left: what layer's heads do on their own. Right: the chained estimat
 
 st.subheader("Which input tokens feed one output token")
 t1, t2 = st.columns([1, 3])
-target = t1.number_input("Output token position", min_value=None, value=0, step=1, key="ro_target",
+target = t1.number_input("Output token position", min_value=None, step=1, key="ro_target",
                          help="0-based position; 0 is [CLS] for BERT-like models.")
 try:
     target_i = int(target)

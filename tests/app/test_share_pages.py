@@ -1,0 +1,29 @@
+"""AppTest: links restore the main settings of the analysis and complexity pages."""
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.conftest import APP
+
+CASES = [
+    ("pages/rollout.py", {"ro_fusion": "max", "ro_residual": "0.2", "ro_layer": "2", "ro_target": "3"},
+     {"ro_fusion": "max", "ro_residual": 0.2, "ro_layer": 2, "ro_target": 3}),
+    ("pages/entropy.py", {"en_unit": "nats", "en_special": "0"}, {"en_unit": "nats", "en_special": False}),
+    ("pages/head_roles.py", {"hr_min": "0.7"}, {"hr_min": 0.7}),
+    ("pages/complexity.py", {"cx_n": "4096", "cx_h": "16", "cx_d": "1024"}, {"cx_n": "4096", "cx_h": 16, "cx_d": 1024}),
+]
+
+
+@pytest.mark.parametrize("page,params,expected", CASES, ids=[c[0] for c in CASES])
+def test_link_restores_page_settings(page, params, expected):
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.query_params.update(params)
+    at.run()
+    at.switch_page(page)
+    at.run()
+    assert not at.exception, at.exception
+    for key, value in expected.items():
+        assert at.session_state[key] == value, key
+    assert not [w for w in at.warning if "Session State" in w.value]
+    # and the settings travel on in the URL
+    for key, raw in params.items():
+        assert at.query_params[key] in (raw, [raw]), key
