@@ -9,6 +9,7 @@ from attnviz.ui import analytics_widgets as aw
 from attnviz.ui.cache import get_model
 from attnviz.ui.sidebar import require_result
 from attnviz.ui.figure import show_figure
+from attnviz.ui.share import stop as stop_page
 from attnviz.ui.shell import ensure_app_shell
 
 ensure_app_shell()
@@ -23,6 +24,7 @@ st.markdown(
 )
 
 result = require_result()
+aw.require_hf_model("Ablation")
 key, text, pair = aw.sidebar_inputs()
 n_layers, n_heads = result.n_layers, result.n_heads
 ablated = aw.ablated_heads()
@@ -111,7 +113,7 @@ if st.button(f"Rank all {n_total} heads", key="ab_rank") or (key, text, pair) in
         ranking = aw.rank_all_heads(key, text, pair)
     except AttnvizError as e:
         st.warning(str(e))
-        st.stop()
+        stop_page()
     fig = head_grid(ranking, title="Effect of switching off each head alone", colorbar="effect",
                     zmin=0.0, colorscale="Reds", fmt=".5f", ablated=set(heads))
     aw.clickable_head_grid(fig, "ab_grid")

@@ -10,6 +10,7 @@ from attnviz.ui.cache import get_model, get_result
 from attnviz.ui.sidebar import require_result
 from attnviz.ui.figure import show_figure
 from attnviz.ui.share import bind
+from attnviz.ui.share import stop as stop_page
 from attnviz.ui.shell import ensure_app_shell
 
 ensure_app_shell()
@@ -23,6 +24,7 @@ st.markdown(
 )
 
 result_a = require_result()
+aw.require_hf_model("Comparing")
 key_a, text_a, pair_a = aw.sidebar_inputs()
 bind({"cmp_mode": str, "cmp_text_b": str})
 mode = st.radio("Compare", ["Two sentences", "Two models"], horizontal=True, key="cmp_mode")
@@ -42,7 +44,7 @@ try:
         key_b = st.text_input("Hub id or folder for model B", key="cmp_model_b") if choice == "other" else choice
         if not key_b:
             st.info("Type a hub id or folder for model B.")
-            st.stop()
+            stop_page()
         with st.spinner(f"Loading {key_b}…"):
             get_model(key_b)
             result_b = get_result(key_b, text_a, pair_a, None)
@@ -53,7 +55,7 @@ try:
                        f"tokenizer (for {DEFAULT_MODEL}, any BERT-uncased model folder or hub id).")
 except AttnvizError as e:
     st.warning(str(e))
-    st.stop()
+    stop_page()
 
 tokens_a, tokens_b = result_a.tokens, result_b.tokens
 layer, head = aw.head_selectors("cmp", min(result_a.n_layers, result_b.n_layers),

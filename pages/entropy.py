@@ -8,6 +8,7 @@ from attnviz.ui import analytics_widgets as aw
 from attnviz.ui.sidebar import require_result
 from attnviz.ui.figure import show_figure
 from attnviz.ui.share import bind
+from attnviz.ui.share import stop as stop_page
 from attnviz.ui.shell import ensure_app_shell
 
 ensure_app_shell()
@@ -40,7 +41,7 @@ if not include_special:
     valid = valid & ~np.asarray(result.special_mask, dtype=bool)
 if not valid.any():
     st.warning("The text has only special tokens, so there is no word row to average. Include the special rows.")
-    st.stop()
+    stop_page()
 means = head_mean(per_row, valid)
 label = "normalised entropy" if unit.startswith("normalised") else "entropy (nats)"
 zmax = 1.0 if unit.startswith("normalised") else float(np.log(result.seq_len)) or 1.0

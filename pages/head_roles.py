@@ -7,6 +7,7 @@ from attnviz.plots_analytics import role_map
 from attnviz.ui import analytics_widgets as aw
 from attnviz.ui.sidebar import require_result
 from attnviz.ui.share import bind
+from attnviz.ui.share import stop as stop_page
 from attnviz.ui.shell import ensure_app_shell
 
 ensure_app_shell()
@@ -27,8 +28,12 @@ n_examples = len(aw.examples())
 bind({"hr_scope": str, "hr_min": float})
 st.session_state.setdefault("hr_min", 0.4)
 c1, c2 = st.columns([2, 1])
-scope = c1.radio("Scores from", [f"the {n_examples} example sentences (averaged)", "the current sentence"],
-                 horizontal=True, key="hr_scope")
+scopes = [f"the {n_examples} example sentences (averaged)", "the current sentence"]
+trained = aw.using_trained()
+if trained or st.session_state.get("hr_scope") not in scopes:
+    st.session_state["hr_scope"] = scopes[1] if trained else scopes[0]
+scope = c1.radio("Scores from", scopes, horizontal=True, key="hr_scope", disabled=trained,
+                 help="The trained toy model has only its probe input." if trained else None)
 min_score = c2.slider("Minimum score for a role", 0.0, 1.0, step=0.05, key="hr_min",
                       help="Heads whose best score is below this are shown grey: no clear role.")
 if scope.startswith("the current"):
@@ -37,7 +42,7 @@ if scope.startswith("the current"):
 else:
     scores = aw.corpus_role_scores(key)
     if scores is None:
-        st.stop()
+        stop_page()
     where = f"{scores.n_inputs} example sentences"
 
 labels = [ROLES[r][0] for r in ROLE_KEYS]

@@ -9,6 +9,7 @@ from attnviz.export import result_npz
 from attnviz.ui.figure import show_figure
 from attnviz.ui.heads import consume_selection, head_picker
 from attnviz.ui.share import bind, presenting
+from attnviz.ui.share import stop as stop_page
 from attnviz.ui.shell import ensure_app_shell
 from attnviz.ui.sidebar import require_result
 from attnviz.views import PAIR_BLOCKS, colour_range, select_view
@@ -97,7 +98,7 @@ try:
                        key_special_mask=k_special)
 except BadInput as e:
     st.warning(str(e))
-    st.stop()
+    stop_page()
 zmin, zmax, log_floor = colour_range(view.values, scale)
 fig_col, info_col = st.columns([3, 1])
 with fig_col:

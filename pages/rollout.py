@@ -10,6 +10,7 @@ from attnviz.ui import analytics_widgets as aw
 from attnviz.ui.sidebar import require_result
 from attnviz.ui.figure import show_figure
 from attnviz.ui.share import bind
+from attnviz.ui.share import stop as stop_page
 from attnviz.ui.shell import ensure_app_shell
 
 ensure_app_shell()
@@ -54,7 +55,7 @@ try:
         rolled = rollout_fused(fused, residual=residual, discard_ratio=discard, allowed=allowed)
 except AttnvizError as e:
     st.warning(str(e))
-    st.stop()
+    stop_page()
 
 layer = st.slider("After layer", 0, n_layers - 1, key="ro_layer",
                   help="Rollout after this layer (0 = the first layer alone).") if n_layers > 1 else 0
@@ -80,7 +81,7 @@ try:
     share = contributions(rolled, target_i, layer)
 except ValueError as e:
     st.warning(str(e) if str(e) else f"The target token must be a whole number from 0 to {n - 1}.")
-    st.stop()
+    stop_page()
 t2.markdown(f"Target: **{tokens[target_i]}** (position {target_i}). Its rollout row after layer {layer} "
             f"sums to {share.sum():.4f}; the largest share goes to **{tokens[int(share.argmax())]}** "
             f"({share.max():.3f}).")

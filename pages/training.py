@@ -6,9 +6,7 @@ from attnviz.ui import training_widgets as tw
 from attnviz.ui.shell import ensure_app_shell
 
 # Once per session: under AppTest the guard's rerun would fire on every run and swallow clicks.
-if not st.session_state.get("tr_shell_checked"):
-    st.session_state["tr_shell_checked"] = True
-    ensure_app_shell()
+ensure_app_shell()
 
 st.title("Training evolution")
 st.markdown(

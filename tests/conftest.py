@@ -110,7 +110,7 @@ def page(browser, request):
 
 _BUSY_JS = """() => {
   const running = document.querySelector('[data-testid="stStatusWidget"]') !== null;
-  const skeletons = document.querySelectorAll('[data-testid="stSkeleton"], [data-testid="stAppSkeleton"]').length;
+  const skeletons = document.querySelectorAll('[data-testid="stSkeleton"], [data-testid="stAppSkeleton"], [data-testid="stSpinner"]').length;
   const elements = document.querySelectorAll('[data-testid="stMainBlockContainer"] [data-testid="stElementContainer"]').length;
   const charts = [...document.querySelectorAll('[data-testid="stPlotlyChart"]')];
   const unrendered = charts.filter(c => !(c.querySelector('.js-plotly-plot')?._fullLayout)).length;

@@ -9,7 +9,8 @@ from attnviz.examples import examples
 from attnviz.metrics.analysis import analyse
 from attnviz.metrics.roles import RoleScores, average_scores, result_role_scores
 from attnviz.ui.cache import get_result
-from attnviz.ui.sidebar import model_key
+from attnviz.ui.share import stop as stop_page
+from attnviz.ui.sidebar import model_key, using_trained  # noqa: F401  (re-exported for pages)
 
 HEATMAP_PAGE = "pages/heatmap.py"
 
@@ -28,9 +29,28 @@ def _analysis(key: str, text: str, pair: str | None, max_tokens: int | None):
 def analysis_of_sidebar(max_tokens: int | None = None):
     """HeadAnalysis (entropy, role scores, default rollout) of the sidebar's current result
     (call after sidebar.require_result(max_tokens), which reports bad input)."""
+    from attnviz.ui.sidebar import TRAINED_KEY, using_trained
+
+    if using_trained():  # a small stored result: analyse it once per stored frame
+        result = st.session_state[TRAINED_KEY]
+        cached = st.session_state.get("_trained_analysis")
+        if cached is None or cached[0] is not result:
+            cached = (result, analyse(result))
+            st.session_state["_trained_analysis"] = cached
+        return cached[1]
     key, text, pair = sidebar_inputs()
     with st.spinner("Analysing every head…"):
         return _analysis(key, text, pair, max_tokens)
+
+
+def require_hf_model(what: str) -> None:
+    """Stop the page with a plain message when the sidebar shows the trained toy model."""
+    from attnviz.ui.sidebar import using_trained
+
+    if using_trained():
+        st.info(f"{what} needs a HuggingFace model (it runs the model again). The sidebar shows the trained "
+                "toy model: pick the default model or another one to use this page.")
+        stop_page()
 
 
 def ablated_heads() -> set:

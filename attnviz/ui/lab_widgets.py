@@ -129,6 +129,4 @@ def stop_page(page_file: str) -> None:
     from attnviz.ui import share
 
     lecture_nav(page_file)
-    share.sync_url()
-    share.render_link()
-    st.stop()
+    share.stop()

@@ -106,6 +106,15 @@ def render_link() -> None:
                        + (" The text is too long to fit in a link." if len(st.session_state.get("text", "")) > MAX_TEXT_IN_URL else ""))
 
 
+def stop() -> None:
+    """st.stop() that first keeps the URL and the 'Link to this view' box current.
+
+    After st.stop() Streamlit drops every later command, app.py's closing sync included."""
+    sync_url()
+    render_link()
+    st.stop()
+
+
 def presenting() -> bool:
     return bool(st.session_state.get("present"))
 

@@ -6,14 +6,19 @@ import streamlit as st
 from attnviz.errors import AttnvizError
 from attnviz.examples import examples, long_text
 from attnviz.models.registry import DEFAULT_MODEL, PACKAGED, is_slow, package_dir
+from attnviz.ui.share import stop as stop_page
 
 OTHER = "other"  # model picker entry for a hub id or folder typed by the user
+TRAINED = "trained"  # model picker entry for a frame stored by the training page
+TRAINED_KEY = "training_result"  # session key of that AttentionResult
 LONG = "A long text (~512 tokens)"
 
 
 def _model_options() -> dict[str, str]:
     opts = {k: s.label for k, s in PACKAGED.items() if package_dir(s.package)}
     opts[OTHER] = "Other: a HuggingFace hub id or a local folder…"
+    if st.session_state.get(TRAINED_KEY) is not None:
+        opts[TRAINED] = "Trained toy model (stored on the Training page)"
     return opts
 
 
@@ -38,6 +43,8 @@ def render() -> None:
     with st.sidebar:
         st.markdown("### Model and text")
         opts = _model_options()
+        if st.session_state.get("model_choice") not in opts:
+            st.session_state["model_choice"] = DEFAULT_MODEL
         st.selectbox("Model", list(opts), format_func=opts.get, key="model_choice",
                      help="The packaged models work offline. 'Other' loads any HF hub id or local folder.")
         if st.session_state["model_choice"] == OTHER:
@@ -54,6 +61,17 @@ def render() -> None:
                   help="Large fonts and figures, fewer controls: for a projector (1280 x 720).")
 
 
+def using_trained() -> bool:
+    """True when the sidebar shows the toy model stored by the training page."""
+    return st.session_state.get("model_choice") == TRAINED and st.session_state.get(TRAINED_KEY) is not None
+
+
+def use_trained(result) -> None:
+    """Store a trained model's AttentionResult and select it in the sidebar (a widget callback)."""
+    st.session_state[TRAINED_KEY] = result
+    st.session_state["model_choice"] = TRAINED
+
+
 def model_key() -> str:
     choice = st.session_state.get("model_choice", DEFAULT_MODEL)
     if choice == OTHER:
@@ -67,6 +85,15 @@ def current_result(max_tokens: int | None = None):
     from attnviz.ui.cache import get_model, get_result
 
     key = model_key()
+    if key == TRAINED:
+        result = st.session_state.get(TRAINED_KEY)
+        if result is None:
+            st.info("No trained model is stored: train one on the Training page and press "
+                    "'Use this step on the other pages'.")
+            return None
+        st.caption(f"Showing the trained toy model **{result.facts.name}** on its probe input; "
+                   "the sidebar's text is not used.")
+        return result
     text = st.session_state.get("text", "")
     pair = st.session_state.get("text_pair") if st.session_state.get("use_pair") else None
     if not key:
@@ -91,5 +118,5 @@ def require_result(max_tokens: int | None = None):
     """current_result(), stopping the page when there is none."""
     result = current_result(max_tokens)
     if result is None:
-        st.stop()
+        stop_page()
     return result

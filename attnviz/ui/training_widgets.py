@@ -219,11 +219,13 @@ def evolution(run: Run, slot: str) -> None:
                            mime="application/octet-stream", key="tr_download",
                            help="Open it later with 'Run file' above. Format: see attnviz/training/runs.py.")
     with d2:
-        if st.button("Use this step on the other pages", key="tr_share",
-                     help="Stores this frame's attention as an AttentionResult in the session "
-                          "(session key 'training_result')."):
-            st.session_state["training_result"] = run.result(frame)
-            st.success(f"Stored {run.frame_labels[frame]} of “{run.title}” as session result 'training_result'.")
+        from attnviz.ui.sidebar import use_trained
+
+        if st.button("Use this step on the other pages", key="tr_share", on_click=use_trained, args=(run.result(frame),),
+                     help="Stores this frame's attention and selects 'Trained toy model' in the sidebar, so the "
+                          "heatmap, entropy, rollout and head-role pages show it."):
+            st.success(f"Stored {run.frame_labels[frame]} of “{run.title}”: the sidebar's model is now "
+                       "'Trained toy model'; open the heatmap, entropy, rollout or head-roles page.")
 
 
 def read_upload(uploaded) -> Run | None:

@@ -54,6 +54,12 @@ def _press(page, slider_label: str, key: str, times: int):
     wait_for_app(page)
 
 
+def _show(page, index: int):
+    """Scroll figure `index` to the middle of the window, for the screenshot taken at teardown."""
+    page.evaluate("(i) => document.querySelectorAll('.js-plotly-plot')[i].scrollIntoView({block: 'center'})", index)
+    time.sleep(0.3)
+
+
 def _set_number(page, label: str, value: int):
     box = page.get_by_label(label, exact=True)
     box.scroll_into_view_if_needed()
@@ -77,6 +83,7 @@ def test_steps_turning_scaling_off_sharpens_the_weights(page, app_server):
     np.testing.assert_allclose(after, _softmax_rows(Q @ K.T), atol=1e-4)
     assert (after.max(axis=1) > before.max(axis=1)).all()  # every row sharpens
     page.wait_for_function("() => location.search.includes('steps_scale=0')")
+    _show(page, 2)
 
 
 def test_scaling_larger_dk_widens_the_unscaled_scores(page, app_server):
@@ -94,6 +101,7 @@ def test_scaling_larger_dk_widens_the_unscaled_scores(page, app_server):
     assert raw512 / raw64 == pytest.approx(np.sqrt(512 / 64), rel=0.1)  # spread grows like √d_k
     assert scaled512 == pytest.approx(1.0, rel=0.08) and scaled64 == pytest.approx(1.0, rel=0.08)
     page.wait_for_function("() => location.search.includes('scaling_dk=64')")
+    _show(page, wait_plot(page, ytitle="count of 4000"))
 
 
 def test_temperature_link_and_typed_t(page, app_server):
@@ -109,6 +117,7 @@ def test_temperature_link_and_typed_t(page, app_server):
     np.testing.assert_allclose(hot, _softmax_rows(Q @ K.T / (2 * 5)), atol=1e-4)
     assert (np.abs(hot - 1 / 3).max(axis=1) < np.abs(cold - 1 / 3).max(axis=1)).all()  # flatter: near uniform
     assert hot.max() < 0.37
+    _show(page, wait_plot(page, title="Weights at T = 5"))
 
 
 def test_masks_padding_only_opens_the_upper_triangle(page, app_server):
