@@ -9,6 +9,7 @@ import streamlit as st
 from attnviz.errors import AttnvizError
 from attnviz.training import figures
 from attnviz.training.runs import Run, from_bytes, load, recorded_runs, to_bytes
+from attnviz.ui.figure import show_figure
 
 POSITIONAL_LABELS = {"learned": "learned", "sinusoidal": "sinusoidal", "rope": "RoPE", "alibi": "ALiBi", "none": "none"}
 SHORT_LABELS = {"self": "encoder self-attention", "decoder": "decoder self-attention", "cross": "cross-attention"}
@@ -177,13 +178,13 @@ def evolution(run: Run, slot: str) -> None:
     who = "mean of heads" if head is None else f"head {head}"
     left, right = st.columns([1, 1])
     with left:
-        st.plotly_chart(figures.attention_heatmap(
+        show_figure(figures.attention_heatmap(
             figures.head_map(run, stack, frame, layer, head), q_tokens, k_tokens,
             title=f"{stack_label(run.facts.kind, stack, True)} · layer {layer} · {who} · {run.frame_labels[frame]}",
-            height=460), width="stretch", key="tr_heat")
+            height=460), key="tr_heat")
     with right:
         if len(run.loss_values) or np.isfinite(run.frame_accuracy).any():
-            st.plotly_chart(figures.curves(run, frame, height=460), width="stretch", key="tr_curves")
+            show_figure(figures.curves(run, frame, height=460), key="tr_curves")
         else:
             st.caption("This series has no loss or accuracy (checkpoints carry only weights).")
     st.caption("Rows are queries (the position doing the looking), columns are keys. Bright = more weight. "
@@ -192,16 +193,16 @@ def evolution(run: Run, slot: str) -> None:
     n_heads_total = run.attention[stack].shape[1] * run.attention[stack].shape[2]
     if n_heads_total <= 16:
         with st.expander("All heads of this attention at the chosen step", expanded=False):
-            st.plotly_chart(figures.heads_grid(run, stack, frame), width="stretch", key="tr_grid")
+            show_figure(figures.heads_grid(run, stack, frame), key="tr_grid")
 
     st.subheader("Animation")
     st.caption(f"Press ▶ Play to watch {who} of layer {layer} form over training, or drag its slider.")
-    st.plotly_chart(figures.animation(run, stack, layer, head, height=440), width="stretch", key="tr_anim")
+    show_figure(figures.animation(run, stack, layer, head, height=440), key="tr_anim")
 
     st.subheader("Entropy over time and when each head settled")
     e1, e2 = st.columns([3, 2])
     with e1:
-        st.plotly_chart(figures.entropy_lines(run, stack, layer, frame), width="stretch", key="tr_entropy")
+        show_figure(figures.entropy_lines(run, stack, layer, frame), key="tr_entropy")
         st.caption(f"Mean entropy of each head's rows (layer {layer}), in nats. Uniform attention over n keys has "
                    f"entropy ln n (ln {len(k_tokens)} = {np.log(len(k_tokens)):.2f} here); a head that locks onto one "
                    "key drops towards 0. A falling line is a head becoming selective.")
@@ -209,7 +210,7 @@ def evolution(run: Run, slot: str) -> None:
         tol = st.slider("Settled when within (total variation)", 0.02, 0.5, 0.1, 0.02, key="tr_tol",
                         help="A head counts as settled from the first snapshot after which its map stays within "
                              "this mean total-variation distance of its final map.")
-        st.plotly_chart(figures.settle_grid(run, stack, tol), width="stretch", key="tr_settle")
+        show_figure(figures.settle_grid(run, stack, tol), key="tr_settle")
         st.caption("The step from which each head stays close to its final pattern. Early = the head found its "
                    "job quickly; late = it kept changing until the end.")
 
