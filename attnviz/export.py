@@ -85,6 +85,41 @@ def figure_image(fig, fmt: str = "svg", scale: float = 2.0) -> bytes:
         raise AttnvizError(f"The {fmt.upper()} export failed: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from e
 
 
+def figures_zip(named_figures, fmt: str = "png", scale: float = 2.0) -> bytes:
+    """A .zip of many figures rendered server-side in one Chromium session (kaleido batch).
+
+    named_figures: [(file stem, go.Figure)]; fmt: "png" or "svg". Stems are made unique."""
+    import tempfile
+    import zipfile
+
+    import plotly.io as pio
+
+    path = chromium_path()
+    if path is None:
+        raise AttnvizError("Exporting every figure needs Chromium on the server (Debian package 'chromium').")
+    os.environ.setdefault("BROWSER_PATH", path)
+    named = list(named_figures)
+    if not named:
+        raise AttnvizError("This page has no figures to export.")
+    seen: dict[str, int] = {}
+    stems = []
+    for stem, _ in named:
+        seen[stem] = seen.get(stem, 0) + 1
+        stems.append(stem if seen[stem] == 1 else f"{stem}-{seen[stem]}")
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = [os.path.join(tmp, f"{stem}.{fmt}") for stem in stems]
+        try:
+            pio.write_images([fig for _, fig in named], paths, format=fmt, scale=scale if fmt == "png" else 1)
+        except Exception as e:
+            raise AttnvizError(f"The batch export failed: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from e
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+            for p in paths:
+                z.write(p, os.path.basename(p))
+            z.writestr("numbers.csv", "\n".join(f"## {stem}\n{figure_csv(fig)}" for stem, (_, fig) in zip(stems, named)))
+    return buf.getvalue()
+
+
 def result_npz(result) -> bytes:
     """The whole AttentionResult as .npz: arrays as arrays, everything else in a JSON header."""
     arrays = {

@@ -27,9 +27,42 @@ def _svg(fig):
 _COUNTER = "_figure_counter"
 
 
+_PAGE_FIGURES = "_page_figures"
+
+
 def reset_counter() -> None:
-    """Called at the start of every run so automatic figure keys are stable across reruns."""
+    """Called at the start of every run so automatic figure keys are stable across reruns,
+    and the list of this run's figures (for the batch export) starts empty."""
     st.session_state[_COUNTER] = 0
+    st.session_state[_PAGE_FIGURES] = []
+
+
+def page_figures() -> list:
+    """[(name, figure)] shown so far in this run."""
+    return list(st.session_state.get(_PAGE_FIGURES, []))
+
+
+def _zip_or_note(figs, fmt):
+    from attnviz.export import figures_zip
+
+    try:
+        return figures_zip(figs, fmt)
+    except AttnvizError as e:
+        return str(e).encode()
+
+
+def render_batch_export() -> None:
+    """Sidebar button: every figure of this page as PNG (and their numbers) in one .zip,
+    rendered on the server by kaleido driving the installed Chromium."""
+    figs = page_figures()
+    if not figs or presenting():
+        return
+    with st.sidebar:
+        st.download_button(f"All {len(figs)} figures of this page (.zip)", lambda: _zip_or_note(figs, "png"),
+                           file_name="attnviz-figures.zip", mime="application/zip", key="batch_export",
+                           on_click="ignore", icon=":material/folder_zip:",
+                           help="PNG images of every figure on this page plus their numbers as CSV, "
+                                "rendered on the server (takes a few seconds).")
 
 
 def _auto_key(fig) -> str:
@@ -55,6 +88,7 @@ def show_figure(fig, key: str | None = None, *, name: str | None = None, exports
     config.update(kwargs.pop("config", {}))
     kwargs.setdefault("width", "stretch")
     event = st.plotly_chart(fig, key=key, config=config, **kwargs)
+    st.session_state.setdefault(_PAGE_FIGURES, []).append((name, fig))
     if exports and not presenting():
         with st.container(horizontal=True, gap="small"):
             st.download_button("CSV", lambda: figure_csv(fig), file_name=f"{name}.csv", mime="text/csv",

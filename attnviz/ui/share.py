@@ -97,7 +97,11 @@ def share_link() -> str:
 
 
 def render_link() -> None:
-    """A 'link to this view' box at the bottom of the sidebar (the code box has a copy button)."""
+    """A 'link to this view' box at the bottom of the sidebar (the code box has a copy button),
+    and the batch export of the page's figures."""
+    from attnviz.ui.figure import render_batch_export
+
+    render_batch_export()
     with st.sidebar:
         with st.expander("Link to this view", icon=":material/link:"):
             st.code(share_link(), language=None, wrap_lines=True)

@@ -52,3 +52,21 @@ def test_exports_csv_html_svg(page, app_server, browser, tmp_path):
         page.get_by_role("button", name="SVG").first.click()
     svg = open(info.value.path(), "rb").read()
     assert svg.startswith(b"<svg") and b"</svg>" in svg[-200:]
+
+
+def test_batch_export_of_every_figure(page, app_server):
+    import zipfile
+
+    page.goto(app_server.url + "/heatmap")
+    wait_for_app(page)
+    wait_plot(page, ytitle="query")
+    button = page.get_by_role("button", name="figures of this page")
+    label = button.inner_text()
+    n = int(label.split("All ")[1].split(" figures")[0])
+    assert n >= 5  # grid, head heatmap, two focus maps, lines view
+    with page.expect_download(timeout=120_000) as info:
+        button.click()
+    z = zipfile.ZipFile(info.value.path())
+    pngs = [name for name in z.namelist() if name.endswith(".png")]
+    assert len(pngs) == n
+    assert all(z.read(p)[:4] == b"\x89PNG" for p in pngs)

@@ -51,3 +51,21 @@ def test_foreign_npz_is_a_plain_error(tmp_path):
         load_result_npz(buf.getvalue())
     with pytest.raises(AttnvizError):
         load_result_npz(b"garbage bytes")
+
+
+def test_figures_zip_renders_every_figure(tmp_path):
+    import zipfile
+
+    from attnviz.export import figures_zip
+
+    figs = [("a", heatmap_figure(np.eye(3, dtype=np.float32), list("xyz"), list("xyz"))),
+            ("a", heatmap_figure(np.full((2, 2), 0.5, np.float32), list("pq"), list("pq")))]
+    z = zipfile.ZipFile(io.BytesIO(figures_zip(figs)))
+    names = sorted(z.namelist())
+    assert names == ["a-2.png", "a.png", "numbers.csv"]
+    assert z.read("a.png")[:8] == b"\x89PNG\r\n\x1a\n"
+    from PIL import Image
+
+    w, h = Image.open(io.BytesIO(z.read("a.png"))).size
+    assert w >= 1000 and h >= 600  # scale 2 of the figure's layout size
+    assert "0:x" in z.read("numbers.csv").decode()
