@@ -1,40 +1,19 @@
 """AppTest for the head-analytics pages: they render, show the right numbers, and turn bad input into messages."""
-import base64
-import json
-from pathlib import Path
-
 import numpy as np
 import pytest
-from streamlit.testing.v1 import AppTest
 
-APP = str(Path(__file__).resolve().parents[2] / "app.py")
+from tests.app.apptest import open_page
+from tests.figures import app_figures, decode
+
 TEXT = "The cat sat on the mat because it was tired."
 
 
-def _decode(v):
-    if isinstance(v, dict) and "bdata" in v:
-        arr = np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"]))
-        shape = v.get("shape")
-        if isinstance(shape, str):
-            shape = [int(x) for x in shape.split(",")]
-        return arr.reshape(shape) if shape else arr
-    return np.asarray(v, dtype=float)
-
-
 def _fig(at, i):
-    return json.loads(at.get("plotly_chart")[i].proto.spec)
+    return app_figures(at)[i]
 
 
 def _open(page, **state):
-    at = AppTest.from_file(APP, default_timeout=180)
-    at.session_state["text"] = TEXT
-    for k, v in state.items():
-        at.session_state[k] = v
-    at.run()
-    at.switch_page(page)
-    at.run()
-    assert not at.exception, at.exception
-    return at
+    return open_page(page, text=TEXT, **state)
 
 
 def _warnings(at):
@@ -52,14 +31,14 @@ def test_entropy_page_shows_head_means(result):
     from attnviz.metrics.entropy import head_entropy
 
     at = _open("pages/entropy.py")
-    z = _decode(_fig(at, 0)["data"][0]["z"])
+    z = decode(_fig(at, 0)["data"][0]["z"])
     np.testing.assert_allclose(z, head_entropy(result)["head_normalised"], atol=1e-5)
     assert len(at.dataframe) == 1 and len(at.dataframe[0].value) == 72
     at.radio(key="en_unit").set_value("nats").run()
-    z = _decode(_fig(at, 0)["data"][0]["z"])
+    z = decode(_fig(at, 0)["data"][0]["z"])
     np.testing.assert_allclose(z, head_entropy(result)["head_nats"], atol=1e-5)
     at.selectbox(key="en_layer").set_value(2).run()
-    bars = _decode(_fig(at, 1)["data"][0]["y"])
+    bars = decode(_fig(at, 1)["data"][0]["y"])
     np.testing.assert_allclose(bars, head_entropy(result)["nats"][2, 0], atol=1e-5)
 
 
@@ -68,7 +47,7 @@ def test_rollout_page_and_bad_input(result):
 
     at = _open("pages/rollout.py")
     assert len(at.get("plotly_chart")) == 3
-    bars = _decode(_fig(at, 2)["data"][0]["y"])
+    bars = decode(_fig(at, 2)["data"][0]["y"])
     np.testing.assert_allclose(bars, rollout(result.attention)[-1, 0], atol=1e-5)
     at.number_input(key="ro_discard").set_value(1.0).run()
     assert not at.exception and "discard ratio" in _warnings(at)
@@ -77,7 +56,7 @@ def test_rollout_page_and_bad_input(result):
     at.number_input(key="ro_target").set_value(99).run()
     assert not at.exception and "target token" in _warnings(at)
     at.number_input(key="ro_target").set_value(3).run()
-    bars = _decode(_fig(at, 2)["data"][0]["y"])
+    bars = decode(_fig(at, 2)["data"][0]["y"])
     np.testing.assert_allclose(bars, rollout(result.attention, discard_ratio=0.2)[-1, 3], atol=1e-5)
 
 
@@ -94,7 +73,7 @@ def test_ablation_page_effect_and_bad_input():
     at = _open("pages/ablation.py", ablated_heads={(0, 2)})
     assert not at.warning
     assert len(at.metric) >= 1 and float(at.metric[0].value) > 0
-    line = _decode(_fig(at, 0)["data"][0]["y"])
+    line = decode(_fig(at, 0)["data"][0]["y"])
     assert line[0] == pytest.approx(0, abs=1e-6) and line[1:].min() > 0
     at.session_state["ablated_heads"] = {(l, h) for l in range(6) for h in range(12)}
     at.run()
@@ -104,10 +83,10 @@ def test_ablation_page_effect_and_bad_input():
 def test_compare_page_and_different_lengths():
     at = _open("pages/compare.py")
     assert len(at.get("plotly_chart")) == 4
-    diff = _decode(_fig(at, 2)["data"][0]["z"])
+    diff = decode(_fig(at, 2)["data"][0]["z"])
     assert np.abs(diff).max() > 0
     at.text_input(key="cmp_text_b").set_value("The dog sat on the mat because it was very tired.").run()
     assert not at.exception and "different lengths" in _warnings(at)
     at.text_input(key="cmp_text_b").set_value(TEXT).run()
-    diff = _decode(_fig(at, 2)["data"][0]["z"])
+    diff = decode(_fig(at, 2)["data"][0]["z"])
     assert np.abs(diff).max() == 0

@@ -4,22 +4,13 @@ Rows of notes/bad_inputs.md that had no test before; the others are covered wher
 from __future__ import annotations
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
-from tests.conftest import APP
+from tests.app.apptest import open_page
 
 ONLY_SPECIAL = "\u0301\u0301"  # combining accents: the uncased tokenizer strips them -> [CLS] [SEP] only
 
 
-def _open(page: str, **state) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=180)
-    for k, v in state.items():
-        at.session_state[k] = v
-    at.run()
-    at.switch_page(page)
-    at.run()
-    assert not at.exception, at.exception
-    return at
+_open = open_page
 
 
 def _said(at, kind: str = "warning") -> str:

@@ -1,10 +1,9 @@
 """AppTest: a trained toy model stored by the training page feeds the inspection pages."""
 import numpy as np
 import pytest
-from streamlit.testing.v1 import AppTest
 
 from attnviz.training.runs import load, recorded_runs
-from tests.conftest import APP
+from tests.app.apptest import open_page
 from tests.figures import app_figures, decode
 
 
@@ -14,14 +13,7 @@ def reverse_result():
 
 
 def _open(page, result):
-    at = AppTest.from_file(APP, default_timeout=180)
-    at.session_state["training_result"] = result
-    at.session_state["model_choice"] = "trained"
-    at.run()
-    at.switch_page(page)
-    at.run()
-    assert not at.exception, at.exception
-    return at
+    return open_page(page, training_result=result, model_choice="trained")
 
 
 def test_heatmap_shows_the_trained_model(reverse_result):

@@ -5,23 +5,11 @@ import time
 import pytest
 
 from tests.browser.helpers import choose, click_marker, plot_z
+from tests.browser.helpers import wait_plot
 from tests.conftest import wait_for_app
 
 pytestmark = pytest.mark.browser
 
-# Streamlit's theme wraps plotly titles in <b> tags: match a substring of the title text.
-FIND = """(t) => [...document.querySelectorAll('.js-plotly-plot')].findIndex(
-    el => el._fullLayout && ((el._fullLayout.title || {}).text || '').includes(t))"""
-
-
-def wait_plot(page, title: str, timeout: float = 90.0) -> int:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        i = page.evaluate(FIND, title)
-        if i >= 0:
-            return i
-        time.sleep(0.3)
-    raise AssertionError(f"no plot titled {title!r} after {timeout:.0f} s")
 
 
 def _open(page, app_server, path):
@@ -36,7 +24,7 @@ def _open(page, app_server, path):
 
 def test_clicking_an_entropy_cell_opens_that_head(page, app_server):
     _open(page, app_server, "/entropy")
-    i = wait_plot(page, "Mean normalised entropy")
+    i = wait_plot(page, title="Mean normalised entropy")
     z = plot_z(page, i)
     assert len(z) == 6 and len(z[0]) == 12 and all(0 <= v <= 1 for row in z for v in row)
     click_marker(page, i, 7, 3)
@@ -46,7 +34,7 @@ def test_clicking_an_entropy_cell_opens_that_head(page, app_server):
 
 def test_clicking_a_role_cell_opens_that_head(page, app_server):
     _open(page, app_server, "/head_roles")
-    i = wait_plot(page, "Strongest role")
+    i = wait_plot(page, title="Strongest role")
     click_marker(page, i, 2, 0)
     page.wait_for_url(re.compile(r"/heatmap"), timeout=60_000)
     page.wait_for_selector("text=Layer 0, head 2", timeout=60_000)
@@ -63,5 +51,5 @@ def test_pages_render_at_512_tokens(page, app_server, path, title):
     if path == "/compare":  # B must have the same length: the same long text
         assert page.get_by_text("different lengths").count() >= 1
         return
-    wait_plot(page, title)
+    wait_plot(page, title=title, timeout=180)
     assert page.locator('[data-testid="stException"]').count() == 0

@@ -1,26 +1,15 @@
 """Chromium: train the reverse task live on the training page, then scrub the step slider."""
-import time
 
 import numpy as np
 import pytest
 
+from tests.browser.helpers import wait_plot
 from tests.conftest import wait_for_app
 
 pytestmark = pytest.mark.browser
 
-FIND = """(t) => [...document.querySelectorAll('.js-plotly-plot')].findIndex(
-    el => el._fullLayout && ((el._fullLayout.title || {}).text || '').includes(t))"""
 Z = "(i) => document.querySelectorAll('.js-plotly-plot')[i]._fullData[0].z"
 
-
-def wait_plot(page, title: str, timeout: float = 90.0) -> int:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        i = page.evaluate(FIND, title)
-        if i >= 0:
-            return i
-        time.sleep(0.3)
-    raise AssertionError(f"no plot titled {title!r} after {timeout:.0f} s")
 
 
 def antidiagonal(z) -> float:
@@ -34,7 +23,7 @@ def test_train_live_then_scrub(page, app_server):
     page.goto(app_server.url + "/training")
     wait_for_app(page)
     # the recorded run opens at once: last frame, anti-diagonal cross-attention
-    i = wait_plot(page, "cross-attention · layer 0 · mean of heads · step 150")
+    i = wait_plot(page, title="cross-attention · layer 0 · mean of heads · step 150")
     assert antidiagonal(page.evaluate(Z, i)) > 0.9
 
     # train a short run live (fewer steps keep the test quick)
@@ -47,17 +36,17 @@ def test_train_live_then_scrub(page, app_server):
     page.get_by_text("Training:").first.wait_for(timeout=60_000)  # the live progress bar
     assert page.get_by_role("button", name="Cancel").count() == 1
     # done: the evolution view shows the new run's last frame
-    i = wait_plot(page, "mean of heads · step 40", timeout=300)
+    i = wait_plot(page, title="mean of heads · step 40", timeout=300)
     wait_for_app(page)
-    last = page.evaluate(Z, wait_plot(page, "mean of heads · step 40"))
+    last = page.evaluate(Z, wait_plot(page, title="mean of heads · step 40"))
 
     # scrub the step slider to the first snapshot: attention is still unformed there
     slider = page.locator(".st-key-tr_frame").locator('[role="slider"], input[type="range"]').first
     slider.focus()
     slider.press("Home")
-    i = wait_plot(page, "mean of heads · step 0")
+    i = wait_plot(page, title="mean of heads · step 0")
     first = page.evaluate(Z, i)
     assert np.abs(np.asarray(first, float) - np.asarray(last, float)).max() > 0.2
     assert antidiagonal(first) < 0.4
     slider.press("ArrowRight")
-    wait_plot(page, "mean of heads · step 3")
+    wait_plot(page, title="mean of heads · step 3")
