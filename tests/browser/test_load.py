@@ -58,6 +58,15 @@ async def head_z(page, layer: int, head: int) -> np.ndarray:
     raise AssertionError("the head heatmap did not render")
 
 
+def run_async(coro):
+    """asyncio.run in a thread of its own: the sync Playwright of other browser tests keeps an
+    event loop running in the main thread, where asyncio.run would refuse to start."""
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
 def heatmap_url(base: str, text: str, layer: int, head: int) -> str:
     return f"{base}/heatmap?" + urlencode({"text": text, "layer": layer, "head": head})
 
@@ -131,14 +140,14 @@ def test_eight_sessions_at_once(app_server, chromium_present):
         ("training", f"{base}/training", start_training),
     ]
     t0 = time.perf_counter()
-    together = asyncio.run(run_sessions(base, specs))
+    together = run_async(run_sessions(base, specs))
     wall_together = time.perf_counter() - t0
     for r in together:
         assert r["errors"] == [], (r["name"], r["errors"])
 
     # the same heatmaps, one session alone, one after another
     t0 = time.perf_counter()
-    alone = [asyncio.run(run_sessions(base, [spec]))[0] for spec in specs[:3]]
+    alone = [run_async(run_sessions(base, [spec]))[0] for spec in specs[:3]]
     wall_alone = time.perf_counter() - t0
     for a, b in zip(together[:3], alone):
         assert a["z"].shape == b["z"].shape and a["z"].shape[0] > 5
@@ -210,7 +219,7 @@ def test_memory_stays_flat_over_many_texts(app_server, chromium_present):
             return done, errors
 
     rss_start = proc.memory_info().rss
-    done, errors = asyncio.run(drive())
+    done, errors = run_async(drive())
     rss = np.array([s[2] for s in samples], dtype=float) / 2**20
     full = 24  # the result cache holds 16; by text 24 it is full and evicting
     after_full = rss[full - 1:]
