@@ -1,9 +1,11 @@
 """attnviz entry point: page config, the shared sidebar, and navigation over pages/."""
 from pathlib import Path
 
+import pandas  # noqa: F401  imported fully up front: plotly's lazy look-up of pandas is not thread-safe
 import streamlit as st
 
 from attnviz.ui import share, sidebar
+from attnviz.ui.shell import app_shell
 
 _presenting = st.query_params.get("present") == "1" or bool(st.session_state.get("present"))
 st.set_page_config(page_title="attnviz", page_icon=":material/visibility:", layout="wide",
@@ -45,7 +47,8 @@ share.start_run()
 share.apply_presentation()
 sidebar.render()
 try:
-    nav.run()
+    with app_shell():
+        nav.run()
 finally:  # also after st.stop() in a page: keep the URL and the share link current
     share.sync_url()
     share.render_link()
