@@ -85,7 +85,7 @@ async def session(browser, name: str, url: str, action=None) -> dict:
         if action is not None:
             out.update(await action(page) or {})
         else:  # every other page of the test draws at least one figure
-            await page.locator(".js-plotly-plot").first.wait_for()
+            await page.locator(".js-plotly-plot").first.wait_for(state="attached")  # tabs hide some figures
             out["figures"] = await page.locator(".js-plotly-plot").count()
         await idle(page)
         out["errors"] = [await e.inner_text() for e in await page.locator(ERRORS).all()]
