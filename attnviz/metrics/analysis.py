@@ -1,6 +1,8 @@
 """One pass over every head: entropy, role scores and the head-fused layers rollout needs."""
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -8,6 +10,17 @@ import numpy as np
 from attnviz.metrics.entropy import RowEntropy, entropy_summary, result_masks
 from attnviz.metrics.roles import ROLE_KEYS, RoleReader, RoleScores, broadness
 from attnviz.metrics.rollout import rollout_fused
+
+
+_WORKERS = max(1, min(2, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
+_POOL: ThreadPoolExecutor | None = None
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _POOL
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(_WORKERS, thread_name_prefix="attnviz-analysis")
+    return _POOL
 
 
 @dataclass(frozen=True)
@@ -24,19 +37,26 @@ def analyse(result) -> HeadAnalysis:
     att = result.attention
     n_layers, n_heads, n, _ = att.shape
     allowed, valid = result_masks(result)
-    ent = RowEntropy(None if allowed.all() else allowed, shape=(n, n))
+    mask = None if allowed.all() else allowed
+    ent = RowEntropy(mask, shape=(n, n))
     reader = RoleReader(result.tokens, result.special_mask, causal=result.facts.causal)
     plogp = np.empty((n_layers, n_heads, n), dtype=np.float32)
     roles = np.empty((len(ROLE_KEYS), n_layers, n_heads), dtype=np.float32)
     fused = np.zeros((n_layers, n, n), dtype=np.float32)
-    for layer in range(n_layers):
-        acc = fused[layer]
-        for head in range(n_heads):
-            m = att[layer, head]
-            plogp[layer, head] = ent.plogp(m)
-            roles[:, layer, head] = reader.head(m)
-            acc += m
-        acc /= n_heads
+
+    def layers_pass(layers):  # numpy releases the GIL in log/einsum: threads share the work
+        kernel = RowEntropy(mask, shape=(n, n))
+        for layer in layers:
+            acc = fused[layer]
+            for head in range(n_heads):
+                m = att[layer, head]
+                plogp[layer, head] = kernel.plogp(m)
+                roles[:, layer, head] = reader.head(m)
+                acc += m
+            acc /= n_heads
+
+    n_workers = min(_WORKERS, n_layers)
+    list(_pool().map(layers_pass, [range(w, n_layers, n_workers) for w in range(n_workers)]))
     nats, norm = ent.finish(plogp.reshape(-1, n), (n_layers, n_heads))
     roles[ROLE_KEYS.index("broad")] = broadness(nats, allowed.sum(axis=-1))[..., reader.q].mean(axis=-1)
     return HeadAnalysis(entropy=entropy_summary(nats, norm, valid), roles=RoleScores(roles),
