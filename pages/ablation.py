@@ -97,8 +97,8 @@ else:
     show_figure(layer_lines({"attention change": change}, title="How much each layer's attention moved",
                                 ytitle="mean row distance (0–1)"), key="ab_layers")
     first = min(l for l, _ in heads)
-    st.caption(f"Mean total-variation distance between the rows with and without the heads (0 = same). Layers up "
-               f"to {first} cannot change (the first switched-off head is in layer {first}, and its weights are "
+    st.caption(f"Mean total-variation distance between the rows with and without the heads (0 = same). "
+               f"{'Layer 0 cannot' if first == 0 else f'Layers 0 to {first} cannot'} change (the first switched-off head is in layer {first}, and its weights are "
                "computed before its output is removed); later layers react to the missing output.")
     if not (base.next_probs is not None or base.masked_probs):
         st.caption("This model has no language-model head here, so the effect is measured on its sentence "

@@ -58,7 +58,8 @@ def render_batch_export() -> None:
     if not figs or presenting():
         return
     with st.sidebar:
-        st.download_button(f"All {len(figs)} figures of this page (.zip)", lambda: _zip_or_note(figs, "png"),
+        st.download_button(f"All {len(figs)} figures of this page (.zip)" if len(figs) > 1 else
+                           "The figure of this page (.zip)", lambda: _zip_or_note(figs, "png"),
                            file_name="attnviz-figures.zip", mime="application/zip", key="batch_export",
                            on_click="ignore", icon=":material/folder_zip:",
                            help="PNG images of every figure on this page plus their numbers as CSV, "
@@ -81,7 +82,9 @@ def show_figure(fig, key: str | None = None, *, name: str | None = None, exports
     title = fig.layout.title.text if fig.layout.title and fig.layout.title.text else None
     name = _slug(name or title or key)
     if presenting():
-        fig.update_layout(font=dict(size=PRESENT_FONT))
+        fig.update_layout(font=dict(size=PRESENT_FONT, color="#111111"))  # dark text for projectors
+        fig.update_xaxes(tickfont_color="#111111", title_font_color="#111111")
+        fig.update_yaxes(tickfont_color="#111111", title_font_color="#111111")
         if fig.layout.height:
             fig.update_layout(height=int(fig.layout.height * PRESENT_SCALE))
     config = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "filename": name, "scale": 2}}
