@@ -119,7 +119,7 @@ def cached_folder(name: str) -> str | None:
 def estimate_model_bytes(config, folder: str | Path | None = None, gguf: bool = False) -> int:
     """Bytes the loaded weights take: the larger of parameters x dtype size (float32 for GGUF,
     which is dequantised) and the weight files on disk."""
-    dtype = str(_get(config, ("dtype", "torch_dtype"), "float32")).replace("torch.", "")
+    dtype = str(_get(config, ("dtype",), "float32") or "float32").replace("torch.", "")  # transformers 5 maps torch_dtype here
     per_param = 4 if gguf else DTYPE_BYTES.get(dtype, 4)
     return max(estimate_parameters(config) * per_param, 0 if gguf else weight_file_bytes(folder))
 
