@@ -72,7 +72,7 @@ scale = st.session_state.get("hm_scale", "linear")
 palette = PALETTES[st.session_state.get("hm_palette", next(iter(PALETTES)))]
 
 # --- every head -------------------------------------------------------------------------
-layer, head = head_picker(n_layers, n_heads, "hm")
+layer, head = head_picker(n_layers, n_heads, "hm", columns=st.columns([1, 1, 4])[:2] if presenting() else None)
 st.subheader("Every head")
 grid_col, grid_text = st.columns([3, 1])
 with grid_text:

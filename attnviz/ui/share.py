@@ -128,7 +128,7 @@ PRESENTATION_CSS = """
 html { font-size: 21px; }
 [data-testid="stMain"] h1 { font-size: 2.4rem; }
 [data-testid="stMainBlockContainer"] { padding: 2.5rem 2rem 2rem 2rem; max-width: 100%; }
-[data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] p { color: #2b2b2b !important; }
+[data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] p, .stCaption, .stCaption p, [data-testid="stCaption"] p { color: #2b2b2b !important; }
 </style>
 """
 
