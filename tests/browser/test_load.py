@@ -182,7 +182,7 @@ def test_memory_stays_flat_over_many_texts(app_server, chromium_present):
     from attnviz.ui.cache import get_result  # noqa: F401  (the bound under test: max_entries=16)
 
     n_texts = int(os.environ.get("ATTNVIZ_LOAD_TEXTS", "200"))
-    budget = float(os.environ.get("ATTNVIZ_LOAD_SECONDS", "170"))
+    budget = float(os.environ.get("ATTNVIZ_LOAD_SECONDS", "600"))  # 200 texts take ~5 min here
     from tests.tiny_models import minilm_tokenizer
 
     proc = psutil.Process(app_server.proc.pid)
