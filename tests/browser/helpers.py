@@ -56,3 +56,11 @@ def wait_plot(page, ytitle: str | None = None, title: str | None = None, timeout
             return i
         time.sleep(0.3)
     raise AssertionError(f"no plot with ytitle={ytitle!r} title={title!r} after {timeout:.0f} s")
+
+
+def open_path(page, app_server, path: str):
+    """Open a page of the app by URL (a deep link works even as a fresh server's first request)
+    and wait until the shared sidebar is there and the page has drawn."""
+    page.goto(app_server.url + path)
+    page.wait_for_selector("text=Model and text")
+    wait_for_app(page)

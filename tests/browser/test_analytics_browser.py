@@ -4,22 +4,14 @@ import time
 
 import pytest
 
-from tests.browser.helpers import choose, click_marker, plot_z
-from tests.browser.helpers import wait_plot
+from tests.browser.helpers import choose, click_marker, open_path, plot_z, wait_plot
 from tests.conftest import wait_for_app
 
 pytestmark = pytest.mark.browser
 
 
 
-def _open(page, app_server, path):
-    # Visit the root first: a deep link as the very first request of a fresh server can run the
-    # page file without app.py (no sidebar); after one run of app.py deep links work.
-    page.goto(app_server.url + "/")
-    page.wait_for_selector("text=Model and text")
-    page.goto(app_server.url + path)
-    page.wait_for_selector("text=Model and text")
-    wait_for_app(page)
+_open = open_path
 
 
 def test_clicking_an_entropy_cell_opens_that_head(page, app_server):

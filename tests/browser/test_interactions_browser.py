@@ -6,7 +6,7 @@ import time
 import numpy as np
 import pytest
 
-from tests.browser.helpers import choose, plot_z, wait_plot
+from tests.browser.helpers import choose, open_path, plot_z, wait_plot
 from tests.conftest import ARTIFACTS, wait_for_app
 
 pytestmark = pytest.mark.browser
@@ -14,14 +14,7 @@ pytestmark = pytest.mark.browser
 TEXT = "The cat sat on the mat because it was tired."  # the sidebar's default text
 
 
-def _open(page, app_server, path):
-    # A deep link as the very first request of a fresh server can run the page without app.py:
-    # visit the root first.
-    page.goto(app_server.url + "/")
-    page.wait_for_selector("text=Model and text")
-    page.goto(app_server.url + path)
-    page.wait_for_selector("text=Model and text")
-    wait_for_app(page)
+_open = open_path
 
 
 def _attention(minilm, text):
