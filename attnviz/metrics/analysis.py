@@ -51,9 +51,9 @@ def analyse(result) -> HeadAnalysis:
             for head in range(n_heads):
                 m = att[layer, head]
                 plogp[layer, head] = kernel.plogp(m)
-                roles[:, layer, head] = reader.head(m)
                 acc += m
             acc /= n_heads
+            roles[:, layer] = reader.layer(att[layer])
 
     n_workers = min(_WORKERS, n_layers)
     list(_pool().map(layers_pass, [range(w, n_layers, n_workers) for w in range(n_workers)]))

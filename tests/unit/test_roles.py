@@ -113,3 +113,17 @@ def test_real_model_has_a_previous_token_head(minilm):
     # BERT: [CLS] is the first token, so the two scores coincide
     np.testing.assert_allclose(s["cls"], s["first"])
     assert s["prev"].max() > 0.8  # MiniLM layer 0 has a strong previous-token head
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_layer_scores_equal_head_by_head_scores(minilm, causal):
+    """RoleReader.layer (vectorised over heads) gives head()'s numbers for every head."""
+    from attnviz.extract import extract
+    from attnviz.metrics.roles import RoleReader
+
+    r = extract(minilm, "The keys, said Mary, are on the table; John took them.")
+    reader = RoleReader(r.tokens, r.special_mask, causal=causal)
+    for layer in range(r.n_layers):
+        together = reader.layer(r.attention[layer])
+        one_by_one = np.stack([reader.head(r.attention[layer, h]) for h in range(r.n_heads)], axis=1)
+        np.testing.assert_allclose(together, one_by_one, rtol=1e-5, atol=1e-7, equal_nan=True)
