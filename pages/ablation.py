@@ -50,7 +50,7 @@ def _clear():
 
 
 c1, c2, c3 = st.columns([4, 2, 1])
-c1.multiselect("Heads to switch off", list(names.values()), key="ab_heads", on_change=_sync,
+c1.multiselect("Heads to switch off", list(names.values()), key="ab_heads", on_change=_sync, bind="query-params",
                placeholder="Choose heads, e.g. L0 H3", help="Layer L, head H, counted from 0. The choice is "
                "shared with the other pages, which mark these heads.")
 with c2:

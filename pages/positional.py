@@ -27,10 +27,10 @@ tabs = st.tabs(TABS, key="pe_tab", bind="query-params")
 # ---------------------------------------------------------------- Sinusoidal
 def sinusoidal_tab():
     c1, c2, c3 = st.columns(3)
-    max_len = c1.number_input("Maximum length (positions)", 1, pe.MAX_LENGTH, 128, key="pe_maxlen")
-    d_model = c2.number_input("d_model", 2, pe.MAX_DIM, 128, step=2, key="pe_dmodel",
+    max_len = c1.number_input("Maximum length (positions)", 1, pe.MAX_LENGTH, 128, key="pe_maxlen", bind="query-params")
+    d_model = c2.number_input("d_model", 2, pe.MAX_DIM, 128, step=2, key="pe_dmodel", bind="query-params",
                               help="Must be even: the dimensions come in (sin, cos) pairs.")
-    base = c3.number_input("Base", 2.0, 1e7, 10000.0, step=1000.0, format="%.0f", key="pe_base",
+    base = c3.number_input("Base", 2.0, 1e7, 10000.0, step=1000.0, format="%.0f", key="pe_base", bind="query-params",
                            help="10000 in the original Transformer. A larger base gives slower waves.")
     try:
         with st.spinner("Building the table…"):
@@ -205,10 +205,10 @@ def _relative_errors(d_head: int, base: float) -> dict:
 
 def rope_tab():
     c1, c2, c3 = st.columns(3)
-    d_head = c1.number_input("d_head", 2, 512, 64, step=2, key="pe_rope_d", help="Must be even: RoPE rotates pairs.")
+    d_head = c1.number_input("d_head", 2, 512, 64, step=2, key="pe_rope_d", bind="query-params", help="Must be even: RoPE rotates pairs.")
     base = c2.number_input("Base θ", 2.0, 1e7, 10000.0, step=1000.0, format="%.0f", key="pe_rope_base",
                            help="10000 in the RoPE paper; SmolLM2 uses 100000.")
-    m = c3.slider("Position m", 0, 200, 3, key="pe_rope_m")
+    m = c3.slider("Position m", 0, 200, 3, key="pe_rope_m", bind="query-params")
     try:
         thetas = pe.rope_frequencies(int(d_head), float(base))
     except BadInput as e:
@@ -314,9 +314,9 @@ where a query has fewer neighbours to share its attention with. Try base 100 for
 # ---------------------------------------------------------------- ALiBi
 def alibi_tab():
     c1, c2, c3 = st.columns(3)
-    n_heads = c1.number_input("Heads", 1, 64, 8, key="pe_alibi_heads")
-    seq_len = c2.slider("Sequence length", 2, 64, 16, key="pe_alibi_len")
-    causal = c3.toggle("Causal (decoder)", True, key="pe_alibi_causal",
+    n_heads = c1.number_input("Heads", 1, 64, 8, key="pe_alibi_heads", bind="query-params")
+    seq_len = c2.slider("Sequence length", 2, 64, 16, key="pe_alibi_len", bind="query-params")
+    causal = c3.toggle("Causal (decoder)", True, key="pe_alibi_causal", bind="query-params",
                        help="ALiBi was made for decoders: keys after the query are masked.")
     try:
         slopes = pe.alibi_slopes(int(n_heads))
@@ -381,8 +381,8 @@ SCHEME_LABELS = {"none": "no positions", "sinusoidal": "sinusoidal PE added", "r
 def why_tab():
     st.session_state.setdefault("pe_eq_seed", 0)
     c1, c2, c3 = st.columns([3, 3, 1.3])
-    text = c1.text_input("Sentence", "the dog bites the man", key="pe_eq_text", max_chars=400)
-    scheme = c2.radio("Positions in the layer", list(SCHEME_LABELS), format_func=SCHEME_LABELS.get, key="pe_eq_scheme",
+    text = c1.text_input("Sentence", "the dog bites the man", key="pe_eq_text", bind="query-params", max_chars=400)
+    scheme = c2.radio("Positions in the layer", list(SCHEME_LABELS), format_func=SCHEME_LABELS.get, key="pe_eq_scheme", bind="query-params",
                       horizontal=True)
     c3.write("")
     if c3.button("Shuffle again", key="pe_eq_shuffle"):

@@ -21,7 +21,7 @@ st.markdown(
 
 SOURCES = ["Toy task", "Fine-tune BERT", "Checkpoint series", "Run file"]
 st.session_state.setdefault("tr_source", SOURCES[0])
-source = st.segmented_control("What to watch", SOURCES, key="tr_source",
+source = st.segmented_control("What to watch", SOURCES, key="tr_source", bind="query-params",
                               help="Toy task: train a small transformer here. Fine-tune BERT: adapt the packaged "
                                    "MiniLM. Checkpoint series: saved models loaded in turn. Run file: open a saved run.")
 source = source or SOURCES[0]

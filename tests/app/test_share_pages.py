@@ -10,6 +10,8 @@ CASES = [
     ("pages/entropy.py", {"en_unit": "nats", "en_special": "0"}, {"en_unit": "nats", "en_special": False}),
     ("pages/head_roles.py", {"hr_min": "0.7"}, {"hr_min": 0.7}),
     ("pages/complexity.py", {"cx_n": "4096", "cx_h": "16", "cx_d": "1024"}, {"cx_n": "4096", "cx_h": 16, "cx_d": 1024}),
+    # widgets bound with Streamlit's own bind="query-params"
+    ("pages/positional.py", {"pe_dmodel": "64", "pe_maxlen": "32"}, {"pe_dmodel": 64, "pe_maxlen": 32}),
 ]
 
 
