@@ -5,6 +5,7 @@ import unicodedata
 
 import numpy as np
 
+from attnviz import capture
 from attnviz.errors import AttentionUnavailable, BadInput
 from attnviz.types import AttentionResult, Truncation
 
@@ -83,6 +84,13 @@ def _segments(enc, n: int) -> np.ndarray:
     return seg
 
 
+def _filled_by(captured: np.ndarray, attentions) -> bool:
+    """True when every returned layer tensor is the captured array's own memory."""
+    if not attentions or len(attentions) != captured.shape[0]:
+        return False
+    return all(a is not None and a.data_ptr() == captured[i].ctypes.data for i, a in enumerate(attentions))
+
+
 def _stack(attentions, what: str) -> np.ndarray:
     if not attentions or any(a is None for a in attentions):
         raise AttentionUnavailable(
@@ -138,11 +146,18 @@ def extract(loaded, text: str, text_pair: str | None = None, *, max_tokens: int 
         dec_special = np.isin(dec_in, tok.all_special_ids)
         dec_tokens, _ = display_tokens(tok, dec_in, [None] * len(dec_in), dec_special)
 
+    captured = None
     with loaded.lock, torch.inference_mode():
-        out = loaded.model(**inputs, output_attentions=True, return_dict=True)
+        if facts.kind == "encoder" and capture.supported(loaded.model):
+            with capture.capture(loaded.model, facts.n_layers, facts.n_heads, len(ids)) as captured:
+                out = loaded.model(**inputs, output_attentions=True, return_dict=True)
+        else:
+            out = loaded.model(**inputs, output_attentions=True, return_dict=True)
 
     extra = {}
-    if facts.kind == "encoder-decoder":
+    if captured is not None and _filled_by(captured, out.attentions):
+        attention = captured  # written in place by the model: no copy
+    elif facts.kind == "encoder-decoder":
         attention = _stack(out.encoder_attentions, "encoder")
         extra = dict(decoder_attention=_stack(out.decoder_attentions, "decoder"),
                      cross_attention=_stack(out.cross_attentions, "cross"),

@@ -124,3 +124,19 @@ def test_model_without_attention_weights_is_a_plain_error():
     loaded.model = NoAttention()
     with pytest.raises(AttentionUnavailable, match="eager"):
         extract(loaded, "hello world")
+
+
+def test_in_place_capture_equals_eager_exactly(minilm):
+    """The BERT capture path writes the weights eager attention computes, bit for bit."""
+    from attnviz import capture
+
+    text = "Capture must not change a single weight, even for long inputs. " * 20
+    r = extract(minilm, text)
+    assert capture.supported(minilm.model)
+    assert minilm.model.config._attn_implementation == "eager"  # restored after the forward
+    assert not r.attention.flags.owndata  # a view of the array the model wrote into: no stack copy
+    inputs = minilm.tokenizer(text, return_tensors="pt")
+    with torch.inference_mode():
+        ref = minilm.model(**inputs, output_attentions=True)
+    expected = np.stack([a[0].numpy() for a in ref.attentions])
+    np.testing.assert_array_equal(r.attention, expected)
