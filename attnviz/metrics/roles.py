@@ -76,8 +76,7 @@ def role_scores(attention: np.ndarray, tokens, special_mask, *, causal: bool = F
     reader = RoleReader(tokens, special_mask, causal=causal)
     out = np.full((len(ROLE_KEYS), n_layers, n_heads), np.nan, dtype=np.float32)
     for layer in range(n_layers):
-        for head in range(n_heads):  # one (n, n) matrix at a time: it stays in cache
-            out[:, layer, head] = reader.head(att[layer, head])
+        out[:, layer] = reader.layer(att[layer])
     q = reader.q
     idx = {role: ROLE_KEYS.index(role) for role in ROLE_KEYS}
     allowed = np.tril(np.ones((n, n), dtype=bool)) if causal else np.ones((n, n), dtype=bool)
@@ -95,28 +94,25 @@ class RoleReader:
         n = len(tokens)
         pos = role_positions(tokens, special_mask)
         self.q = np.flatnonzero(~padding_mask(tokens, special_mask))  # valid query rows
-        self.all_rows = self.q.size == n
-        self.groups = [(ROLE_KEYS.index(r), np.flatnonzero(pos[r]).size)
-                       for r in ("cls", "sep", "punct") if pos[r].any()]
-        # every key column a role reads: position 0 first, then each group's columns
-        self.cols = np.concatenate([np.array([0])] + [np.flatnonzero(pos[r]) for r in ("cls", "sep", "punct")
-                                                      if pos[r].any()])
         self.qp = self.q[self.q >= 1]  # queries that have a previous token
         self.qn = self.q[self.q <= n - 2] if not causal else self.q[:0]  # ... a next token
         self.idx = {role: ROLE_KEYS.index(role) for role in ROLE_KEYS}
+        # weight of each query row in a mean over the valid rows: 1/|q| there, 0 at padding
+        self.row_weight = np.zeros(n, dtype=np.float32)
+        self.row_weight[self.q] = 1.0 / max(self.q.size, 1)
+        self.col_groups = [(ROLE_KEYS.index(r), np.flatnonzero(pos[r])) for r in ("cls", "sep", "punct")
+                           if pos[r].any()]
 
     def layer(self, ms: np.ndarray) -> np.ndarray:
         """float32 (role, head) scores of every head of one layer at once; ms: (head, query, key).
-        The same numbers as head() on each (query, key) matrix, in a few vectorised steps."""
+        The same numbers as head() on each (query, key) matrix: a mean over queries of the weight
+        summed over a set of key columns is the sum over those columns of the column means, so one
+        weighted column mean per head (a matrix-vector product) serves every column role."""
         out = np.full((len(ROLE_KEYS), ms.shape[0]), np.nan, dtype=np.float32)
-        sub = ms[:, :, self.cols]  # (head, query, role column)
-        if not self.all_rows:
-            sub = sub[:, self.q]
-        out[self.idx["first"]] = sub[:, :, 0].mean(axis=1)
-        start = 1
-        for i, width in self.groups:
-            out[i] = sub[:, :, start:start + width].sum(axis=2).mean(axis=1)
-            start += width
+        col_mean = self.row_weight @ ms  # (head, key): mean over the valid query rows
+        out[self.idx["first"]] = col_mean[:, 0]
+        for i, cols in self.col_groups:
+            out[i] = col_mean[:, cols].sum(axis=1)
         out[self.idx["self"]] = ms[:, self.q, self.q].mean(axis=1)
         if self.qp.size:
             out[self.idx["prev"]] = ms[:, self.qp, self.qp - 1].mean(axis=1)
@@ -125,28 +121,18 @@ class RoleReader:
         return out
 
     def head(self, m: np.ndarray) -> np.ndarray:
-        """float32 (role,) scores of one head (nan for undefined roles and 'broad')."""
+        """float32 (role,) scores of one head (nan for undefined roles and 'broad'), row by row:
+        the plain definitions, which layer() must match."""
         out = np.full(len(ROLE_KEYS), np.nan, dtype=np.float32)
-        sub = m.take(self.cols, axis=1)  # (query, role column)
-        if not self.all_rows:
-            sub = sub[self.q]
-        out[self.idx["first"]] = sub[:, 0].mean()
-        start = 1
-        for i, width in self.groups:
-            out[i] = sub[:, start:start + width].sum(axis=1).mean()
-            start += width
-        if self.all_rows:
-            out[self.idx["self"]] = np.diagonal(m).mean()
-            if self.qp.size:
-                out[self.idx["prev"]] = np.diagonal(m, -1).mean()
-            if self.qn.size:
-                out[self.idx["next"]] = np.diagonal(m, 1).mean()
-        else:
-            out[self.idx["self"]] = m[self.q, self.q].mean()
-            if self.qp.size:
-                out[self.idx["prev"]] = m[self.qp, self.qp - 1].mean()
-            if self.qn.size:
-                out[self.idx["next"]] = m[self.qn, self.qn + 1].mean()
+        rows = m[self.q]  # (valid query, key)
+        out[self.idx["first"]] = rows[:, 0].mean()
+        for i, cols in self.col_groups:
+            out[i] = rows[:, cols].sum(axis=1).mean()
+        out[self.idx["self"]] = m[self.q, self.q].mean()
+        if self.qp.size:
+            out[self.idx["prev"]] = m[self.qp, self.qp - 1].mean()
+        if self.qn.size:
+            out[self.idx["next"]] = m[self.qn, self.qn + 1].mean()
         return out
 
 

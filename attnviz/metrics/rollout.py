@@ -67,6 +67,20 @@ def rollout(attention: np.ndarray, *, head_fusion: str = "mean", residual: float
 def rollout_fused(fused_layers: np.ndarray, *, residual: float = 0.5, discard_ratio: float = 0.0,
                   keep_cols=(0,), allowed: np.ndarray | None = None) -> np.ndarray:
     """rollout() from heads already fused: fused_layers (layer, n, n) -> (layer, n, n)."""
+    mixes = mixing_matrices(fused_layers, residual=residual, discard_ratio=discard_ratio,
+                            keep_cols=keep_cols, allowed=allowed)
+    out = mixes  # the products overwrite the mixing matrices in place, layer by layer
+    # float32 products: rows still sum to 1 within ~1e-6 after 30 layers, at half float64's cost
+    for layer in range(1, out.shape[0]):
+        out[layer] = mixes[layer] @ out[layer - 1]
+    return out
+
+
+def mixing_matrices(fused_layers: np.ndarray, *, residual: float = 0.5, discard_ratio: float = 0.0,
+                    keep_cols=(0,), allowed: np.ndarray | None = None) -> np.ndarray:
+    """Each layer's matrix as rollout and attention flow use it: the lowest discard_ratio of the
+    fused weights dropped (never the keep_cols columns), M = (1 - residual) F + residual I, every
+    row divided by its sum. fused_layers (layer, n, n) -> new float32 (layer, n, n)."""
     check_discard(discard_ratio)
     if not (0.0 <= float(residual) <= 1.0):
         raise BadInput(f"The residual weight must be between 0 and 1 (it was {residual}).")
@@ -76,21 +90,16 @@ def rollout_fused(fused_layers: np.ndarray, *, residual: float = 0.5, discard_ra
     n_layers, n = fl.shape[0], fl.shape[1]
     if any(not (-n <= c < n) for c in keep_cols):
         raise BadInput(f"A kept column is outside the {n} positions.")
-    eye = np.eye(n, dtype=np.float32)
     out = np.empty((n_layers, n, n), dtype=np.float32)
-    # float32 products: rows still sum to 1 within ~1e-6 after 30 layers, at half float64's cost
     for layer in range(n_layers):
         fused = fl[layer]
         if discard_ratio > 0:
             fused = discard_lowest(fused, discard_ratio, keep_cols, allowed)
-        m = np.asarray(fused, dtype=np.float32) * np.float32(1.0 - residual)
-        m += eye * np.float32(residual)
+        m = out[layer]
+        np.multiply(fused, np.float32(1.0 - residual), out=m)
+        m.reshape(-1)[::n + 1] += np.float32(residual)  # the diagonal: + residual * I
         sums = m.sum(axis=-1, keepdims=True)  # per ROW: each query's weights over keys
         np.divide(m, sums, out=m, where=sums > 0)
-        if layer == 0:
-            out[0] = m
-        else:
-            np.matmul(m, out[layer - 1], out=out[layer])
     return out
 
 

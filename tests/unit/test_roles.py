@@ -127,3 +127,25 @@ def test_layer_scores_equal_head_by_head_scores(minilm, causal):
         together = reader.layer(r.attention[layer])
         one_by_one = np.stack([reader.head(r.attention[layer, h]) for h in range(r.n_heads)], axis=1)
         np.testing.assert_allclose(together, one_by_one, rtol=1e-5, atol=1e-7, equal_nan=True)
+
+
+def test_layer_scores_skip_padding_rows_like_head_by_head():
+    """With padding, layer() (weighted column means) still averages over the valid rows only,
+    as head() does row by row; and a padded row's weights do not move any score."""
+    from attnviz.metrics.roles import RoleReader
+
+    tokens = ("[CLS]", "a", ",", "b", ".", "[SEP]", "[PAD]", "[PAD]")
+    special = np.array([1, 0, 0, 0, 0, 1, 1, 1], dtype=bool)
+    rng = np.random.default_rng(3)
+    ms = rng.random((4, 8, 8)).astype(np.float32)
+    ms /= ms.sum(axis=-1, keepdims=True)
+    reader = RoleReader(tokens, special)
+    together = reader.layer(ms)
+    one_by_one = np.stack([reader.head(m) for m in ms], axis=1)
+    np.testing.assert_allclose(together, one_by_one, rtol=1e-5, atol=1e-7, equal_nan=True)
+    # by hand for head 0: first = mean of column 0 over rows 0..5; punct = columns 2 and 4
+    assert together[ROLE_KEYS.index("first"), 0] == pytest.approx(ms[0, :6, 0].mean(), rel=1e-5)
+    assert together[ROLE_KEYS.index("punct"), 0] == pytest.approx((ms[0, :6, 2] + ms[0, :6, 4]).mean(), rel=1e-5)
+    moved = ms.copy()
+    moved[:, 6:] = np.roll(moved[:, 6:], 3, axis=-1)  # change only the padded rows
+    np.testing.assert_allclose(reader.layer(moved), together, rtol=1e-6, equal_nan=True)
