@@ -134,6 +134,24 @@ def token_bars(values: np.ndarray, tokens, *, title: str, ytitle: str, highlight
     return fig
 
 
+def grouped_token_bars(series: dict[str, np.ndarray], tokens, *, title: str, ytitle: str,
+                       fmt: str = ".3f") -> go.Figure:
+    """Several values per token position side by side (series: name -> (seq_len,)), e.g. rollout
+    and flow shares of the same output token."""
+    colours = ["#f58518", "#54a24b", "#4c78a8", "#b279a2"]
+    labels = [f"{t} ({i})" for i, t in enumerate(tokens)]
+    fig = go.Figure([go.Bar(x=np.arange(len(tokens)), y=np.asarray(v, dtype=float), name=name,
+                            marker_color=colours[k % len(colours)], customdata=labels,
+                            hovertemplate="%{customdata}<br>" + name + ": %{y:" + fmt + "}<extra></extra>")
+                     for k, (name, v) in enumerate(series.items())])
+    xv, xt = _ticks(tokens, max_ticks=40)
+    fig.update_layout(title=title, height=360, margin=dict(l=60, r=20, t=50, b=90), barmode="group",
+                      bargap=0.2, legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1),
+                      xaxis=dict(tickmode="array", tickvals=xv, ticktext=xt, tickangle=-60, title="token"),
+                      yaxis=dict(title=ytitle))
+    return fig
+
+
 def role_map(best: np.ndarray, best_score: np.ndarray, scores: np.ndarray, role_labels: list[str], *,
              title: str, ablated=frozenset()) -> go.Figure:
     """layers x heads map coloured by each head's strongest role (best: (layer, head) index, -1 =

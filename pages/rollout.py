@@ -4,8 +4,9 @@ import streamlit as st
 
 from attnviz.errors import AttnvizError
 from attnviz.metrics.entropy import result_masks
-from attnviz.metrics.rollout import HEAD_FUSIONS, contributions, fuse_heads, rollout_fused
-from attnviz.plots_analytics import matrix_heatmap, token_bars
+from attnviz.metrics.flow import MAX_FLOW_TOKENS, flow_shares
+from attnviz.metrics.rollout import HEAD_FUSIONS, contributions, fuse_heads, mixing_matrices, rollout_fused
+from attnviz.plots_analytics import grouped_token_bars, matrix_heatmap, token_bars
 from attnviz.ui import analytics_widgets as aw
 from attnviz.ui.sidebar import require_result
 from attnviz.ui.figure import show_figure
@@ -90,3 +91,47 @@ show_figure(token_bars(share, tokens, title=f"Contribution of each input token t
                            ytitle="share", highlight=target_i, special_mask=result.special_mask), key="ro_bars")
 st.caption("The red bar is the target itself; light bars are special tokens. With the residual included, "
            "a token always keeps part of itself.")
+
+st.subheader("Attention flow")
+st.markdown(
+    "**Attention flow** (Abnar & Zuidema, 2020) reads the same layer matrices M as a network: one node per "
+    "token per layer, and an edge from token i in one layer to token j in the layer below that can carry "
+    "at most M[i, j]. The flow from an output token to an input token is the **maximum flow** between them: "
+    "rollout adds up every path's product of weights, flow asks how much can pass at once when each edge "
+    "has a capacity, so a token reachable only through one weak edge gets little. Shares below are each "
+    "flow divided by the sum over inputs (as the paper shows them). One max-flow problem per token pair "
+    f"makes it slow, so it runs on inputs of at most {MAX_FLOW_TOKENS} tokens.")
+if n > MAX_FLOW_TOKENS:
+    st.info(f"This input has {n} tokens; attention flow is offered up to {MAX_FLOW_TOKENS}. Shorten the text "
+            "in the sidebar (one sentence works) to see it; rollout above works at any length.")
+    stop_page()
+mixes = mixing_matrices(fused, residual=residual, discard_ratio=discard, allowed=allowed)
+with st.spinner("Solving max-flow problems…"):
+    flow = aw.flow_row(mixes, target_i, layer)
+flow_share = flow_shares(flow)
+show_figure(grouped_token_bars({"rollout share": share, "flow share": flow_share}, tokens,
+                               title=f"Rollout and attention flow into '{tokens[target_i]}' ({target_i}) "
+                                     f"after layer {layer}", ytitle="share"), key="ro_flow_bars")
+st.caption(f"Raw flow values for '{tokens[target_i]}' run from {flow.min():.3f} to {flow.max():.3f} (at most 1: "
+           "each layer's rows sum to 1). With a residual weight w, every token keeps at least w of itself in "
+           "every layer, so flow rarely drops near 0 and its shares are flatter than rollout's.")
+if st.toggle("Flow for every output token", key="ro_flow_all",
+             help=f"{n} x {n} max-flow problems on a {layer + 2}-layer graph; a few seconds."):
+    bar = st.progress(0.0, text="Attention flow for every output token…")
+    rows = []
+    for t in range(n):
+        rows.append(aw.flow_row(mixes, t, layer))
+        bar.progress((t + 1) / n, text=f"Attention flow: output token {t + 1} of {n}")
+    bar.empty()
+    all_shares = flow_shares(np.stack(rows))
+    left, right = st.columns(2)
+    with left:
+        show_figure(matrix_heatmap(rolled[layer], tokens, tokens, title=f"Rollout through layers 0–{layer}",
+                                   zmin=0.0, colorscale="Oranges", colorbar="share",
+                                   xtitle="input token", ytitle="output token"), key="ro_rolled_again")
+    with right:
+        show_figure(matrix_heatmap(all_shares, tokens, tokens, title=f"Attention flow through layers 0–{layer}",
+                                   zmin=0.0, colorscale="Greens", colorbar="share",
+                                   xtitle="input token", ytitle="output token"), key="ro_flow_matrix")
+    st.caption("Row i: the shares of every input token in output token i. Compare the two: flow spreads "
+               "credit over more inputs, because one strong path cannot be counted more than its capacity.")

@@ -1,4 +1,5 @@
-"""Bench figure analysis_ratio_512: entropy + rollout + role scores vs one eager forward pass."""
+"""Bench figures: analysis_ratio_512 (entropy + rollout + role scores vs one eager forward pass) and
+flow_seconds_24 (attention flow from one output token to every input, 24 tokens, default model)."""
 from __future__ import annotations
 
 import time
@@ -37,4 +38,15 @@ def figures(quick: bool = False) -> dict[str, float]:
     pairs = [(_seconds(forward), _seconds(lambda: analyse(result))) for _ in range(repeats)]
     t_forward = min(f for f, _ in pairs)
     t_analysis = min(a for _, a in pairs)
-    return {"analysis_ratio_512": t_analysis / t_forward}
+    return {"analysis_ratio_512": t_analysis / t_forward, "flow_seconds_24": _flow_seconds(loaded)}
+
+
+def _flow_seconds(loaded) -> float:
+    from attnviz.examples import long_text
+    from attnviz.extract import extract
+    from attnviz.metrics.flow import MAX_FLOW_TOKENS, attention_flow
+    from attnviz.metrics.rollout import fuse_heads, mixing_matrices
+
+    short = extract(loaded, long_text(), max_tokens=MAX_FLOW_TOKENS)
+    mixes = mixing_matrices(fuse_heads(short.attention))
+    return min(_seconds(lambda: attention_flow(mixes, [0])) for _ in range(3))

@@ -168,3 +168,12 @@ def rank_all_heads(key: str, text: str, pair: str | None) -> np.ndarray:
         store.clear()
     store[(key, text, pair)] = out
     return out
+
+
+@st.cache_data(max_entries=512, show_spinner=False)
+def flow_row(mixes: np.ndarray, target: int, layer: int) -> np.ndarray:
+    """Attention-flow values (n,) from output `target` after `layer`, cached per (matrices, target, layer)
+    so that the all-outputs view reuses rows already computed."""
+    from attnviz.metrics.flow import attention_flow
+
+    return attention_flow(mixes, [target], layer)[0]

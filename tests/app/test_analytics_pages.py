@@ -46,7 +46,7 @@ def test_rollout_page_and_bad_input(result):
     from attnviz.metrics.rollout import rollout
 
     at = _open("pages/rollout.py")
-    assert len(at.get("plotly_chart")) == 3
+    assert len(at.get("plotly_chart")) == 4  # raw, rollout, contribution bars, rollout vs flow bars
     bars = decode(_fig(at, 2)["data"][0]["y"])
     np.testing.assert_allclose(bars, rollout(result.attention)[-1, 0], atol=1e-5)
     at.number_input(key="ro_discard").set_value(1.0).run()
@@ -58,6 +58,33 @@ def test_rollout_page_and_bad_input(result):
     at.number_input(key="ro_target").set_value(3).run()
     bars = decode(_fig(at, 2)["data"][0]["y"])
     np.testing.assert_allclose(bars, rollout(result.attention, discard_ratio=0.2)[-1, 3], atol=1e-5)
+
+
+def test_rollout_page_attention_flow(result):
+    """Flow bars for the target, the all-outputs matrix behind a toggle, and a plain message for
+    inputs too long for max-flow."""
+    from attnviz.metrics.flow import attention_flow, flow_shares
+    from attnviz.metrics.rollout import fuse_heads, mixing_matrices, rollout
+
+    mixes = mixing_matrices(fuse_heads(result.attention))
+    expected = flow_shares(attention_flow(mixes, range(result.seq_len)))
+    at = _open("pages/rollout.py")
+    flow_fig = _fig(at, 3)
+    assert [t["name"] for t in flow_fig["data"]] == ["rollout share", "flow share"]
+    np.testing.assert_allclose(decode(flow_fig["data"][0]["y"]), rollout(result.attention)[-1, 0], atol=1e-5)
+    np.testing.assert_allclose(decode(flow_fig["data"][1]["y"]), expected[0], atol=1e-6)
+    at.number_input(key="ro_target").set_value(4).run()
+    np.testing.assert_allclose(decode(_fig(at, 3)["data"][1]["y"]), expected[4], atol=1e-6)
+    at.toggle(key="ro_flow_all").set_value(True).run()
+    assert not at.exception and len(at.get("plotly_chart")) == 6
+    np.testing.assert_allclose(decode(_fig(at, 5)["data"][0]["z"]), expected, atol=1e-4)  # rounded to 4 places
+    at.slider(key="ro_layer").set_value(1).run()  # flow through the first two layers only
+    two = flow_shares(attention_flow(mixes, range(result.seq_len), layer=1))
+    np.testing.assert_allclose(decode(_fig(at, 5)["data"][0]["z"]), two, atol=1e-4)
+
+    long = open_page("pages/rollout.py", text=" ".join(["word"] * 40))
+    assert not long.exception and len(long.get("plotly_chart")) == 3
+    assert "attention flow is offered up to 24" in " ".join(i.value for i in long.info)
 
 
 def test_head_roles_page():

@@ -77,6 +77,31 @@ def test_rollout_sliders_change_the_matrix(page, app_server, minilm):
     np.testing.assert_allclose(second.sum(axis=1), 1.0, atol=1e-3)
 
 
+def test_attention_flow_toggle_shows_every_output(page, app_server, minilm):
+    """The flow matrix appears behind its toggle, after a progress bar, with the max-flow numbers
+    (checked on the first two layers against the bottleneck sum, computed here)."""
+    from attnviz.metrics.flow import attention_flow, flow_shares
+    from attnviz.metrics.rollout import fuse_heads, mixing_matrices
+
+    att = _attention(minilm, TEXT)
+    n = att.shape[-1]
+    _open(page, app_server, "/rollout?ro_layer=1")
+    assert wait_plot(page, title="Rollout and attention flow into") >= 0
+    page.get_by_text("Flow for every output token").click()
+    time.sleep(0.5)
+    wait_for_app(page)
+    shown = np.array(plot_z(page, wait_plot(page, title="Attention flow through layers 0–1")), dtype=np.float64)
+    assert shown.shape == (n, n)
+    np.testing.assert_allclose(shown.sum(axis=1), 1.0, atol=1e-3)
+    m = np.stack([0.5 * att[l].mean(axis=0) + 0.5 * np.eye(n) for l in (0, 1)])
+    m /= m.sum(axis=-1, keepdims=True)
+    by_hand = np.minimum(m[1][:, :, None], m[0][None, :, :]).sum(axis=1)  # two layers: sum of bottlenecks
+    np.testing.assert_allclose(shown, by_hand / by_hand.sum(axis=1, keepdims=True), atol=2e-4)
+    mixes = mixing_matrices(fuse_heads(att.astype(np.float32)))
+    np.testing.assert_allclose(shown, flow_shares(attention_flow(mixes, range(n), layer=1)), atol=2e-4)
+    page.screenshot(path=str(ARTIFACTS / "rollout_flow.png"), full_page=True)
+
+
 def _embedding_distance(minilm, text, layer, head):
     """Cosine distance between the sentence embeddings with and without one head, by an
     independent hook on BERT's attention output projection."""
