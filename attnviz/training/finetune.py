@@ -12,7 +12,7 @@ import numpy as np
 
 from attnviz.errors import BadInput
 from attnviz.training.runs import Run
-from attnviz.training.trainer import Progress, _is_cancelled, snapshot_steps
+from attnviz.training.trainer import run_steps, snapshot_steps
 
 SENTENCES = Path(__file__).resolve().parent.parent.parent / "assets" / "finetune_sentiment.json"
 
@@ -101,7 +101,7 @@ def finetune(config: FinetuneConfig = FinetuneConfig(), loaded=None, callback=No
             with torch.no_grad():
                 return float((logits_of(held_sample).argmax(-1) == held_labels).float().mean())
 
-        frames, f_steps, f_loss, f_acc, losses = [], [], [], [], []
+        frames, f_steps, f_loss, f_acc = [], [], [], []
         first = None
 
         def snapshot(step, loss):
@@ -117,26 +117,14 @@ def finetune(config: FinetuneConfig = FinetuneConfig(), loaded=None, callback=No
 
         snapshot(0, float("nan"))
         snap_at = set(snapshot_steps(config.steps, config.snapshot_every))
-        completed, step = True, 0
-        for step in range(1, config.steps + 1):
-            if _is_cancelled(cancel):
-                completed, step = False, step - 1
-                break
+
+        def batch_loss():
             idx = torch.randint(len(train_set), (config.batch_size,), generator=gen).tolist()
             batch = [train_set[i] for i in idx]
-            loss = torch.nn.functional.cross_entropy(logits_of(batch), torch.tensor([y for _, y in batch]))
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(params, 1.0)
-            opt.step()
-            losses.append(float(loss.detach()))
-            att = acc = None
-            if step in snap_at:
-                att, acc = snapshot(step, losses[-1])
-            if callback is not None:
-                callback(Progress(step, config.steps, losses[-1], time.perf_counter() - start, att, acc, losses))
-        if not completed and step > 0 and f_steps[-1] != step:
-            snapshot(step, losses[-1])
+            return torch.nn.functional.cross_entropy(logits_of(batch), torch.tensor([y for _, y in batch]))
+
+        completed, step, losses = run_steps(config.steps, batch_loss, opt, params, snapshot, snap_at, start,
+                                            callback, cancel)
     finally:
         torch.set_num_threads(old_threads)
     seconds = time.perf_counter() - start

@@ -127,6 +127,36 @@ def _is_cancelled(cancel) -> bool:
     return bool(cancel())
 
 
+def run_steps(steps: int, loss_of_batch: Callable[[], torch.Tensor], opt, params, snapshot, snap_at: set,
+              start: float, callback=None, cancel=None, sched=None) -> tuple[bool, int, list[float]]:
+    """The optimiser loop both trainers share: for each step, the loss of a fresh batch, backward,
+    gradient norm clipped to 1, an optimiser (and scheduler) step; snapshot(step, loss) at the steps in
+    snap_at; callback(Progress) after every step; stops early when cancel is set, then snapshots the
+    state at that step unless it was just taken. Returns (completed, last step done, losses)."""
+    losses: list[float] = []
+    completed, step = True, 0
+    for step in range(1, steps + 1):
+        if _is_cancelled(cancel):
+            completed, step = False, step - 1
+            break
+        loss = loss_of_batch()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        if sched is not None:
+            sched.step()
+        losses.append(float(loss.detach()))
+        att = acc = None
+        if step in snap_at:
+            att, acc = snapshot(step, losses[-1])
+        if callback is not None:
+            callback(Progress(step, steps, losses[-1], time.perf_counter() - start, att, acc, losses))
+    if not completed and step > 0 and step not in snap_at:
+        snapshot(step, losses[-1])  # the state at the moment of cancelling
+    return completed, step, losses
+
+
 def train(config: TrainConfig = TrainConfig(), callback: Callable[[Progress], None] | None = None,
           cancel=None, keep_weights: bool = True) -> Run:
     """Train from scratch and record the probe's attention every `snapshot_every` steps.
@@ -165,7 +195,7 @@ def _train(config, task, cfg, callback, cancel, keep_weights) -> Run:
     snap_at = set(snapshot_steps(config.steps, config.snapshot_every))
 
     frames: dict[str, list] = {}
-    f_steps, f_loss, f_acc, losses = [], [], [], []
+    f_steps, f_loss, f_acc = [], [], []
 
     def snapshot(step, loss):
         att = probe_attention(model, probe)
@@ -180,26 +210,9 @@ def _train(config, task, cfg, callback, cancel, keep_weights) -> Run:
     with torch.no_grad():
         first_loss = float(_loss(model, task, sampler.heldout)[0])
     snapshot(0, first_loss)
-    completed = True
-    step = 0
-    for step in range(1, config.steps + 1):
-        if _is_cancelled(cancel):
-            completed, step = False, step - 1
-            break
-        loss, _ = _loss(model, task, sampler.batch(config.batch_size))
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
-        losses.append(float(loss.detach()))
-        att = acc = None
-        if step in snap_at:
-            att, acc = snapshot(step, losses[-1])
-        if callback is not None:
-            callback(Progress(step, config.steps, losses[-1], time.perf_counter() - start, att, acc, losses))
-    if not completed and f_steps[-1] != step and step > 0:
-        snapshot(step, losses[-1])  # the state at the moment of cancelling
+    completed, step, losses = run_steps(
+        config.steps, lambda: _loss(model, task, sampler.batch(config.batch_size))[0], opt, list(model.parameters()),
+        snapshot, snap_at, start, callback, cancel, sched)
     final_acc = accuracy(model, task, sampler.heldout)  # on every held-out sequence
     seconds = time.perf_counter() - start
     src_tokens, dec_tokens = task.probe_tokens()
