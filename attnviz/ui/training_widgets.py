@@ -10,6 +10,7 @@ from attnviz.errors import AttnvizError
 from attnviz.training import figures
 from attnviz.training.runs import Run, from_bytes, load, recorded_runs, to_bytes
 from attnviz.ui.figure import show_figure
+from attnviz.ui.share import bind
 
 POSITIONAL_LABELS = {"learned": "learned", "sinusoidal": "sinusoidal", "rope": "RoPE", "alibi": "ALiBi", "none": "none"}
 SHORT_LABELS = {"self": "encoder self-attention", "decoder": "decoder self-attention", "cross": "cross-attention"}
@@ -259,7 +260,9 @@ def toy_controls() -> str:
     """Task, architecture and training settings, Train / recorded buttons. Returns the run slot."""
     from attnviz.training.tasks import TASKS
 
-    st.session_state.setdefault("tr_task", "reverse")
+    bind({"tr_task": str, "tr_steps": int})  # a shared link opens the same task (and step count)
+    if st.session_state.get("tr_task") not in TASKS:  # absent, or a hand-edited link's unknown task
+        st.session_state["tr_task"] = "reverse"
     for k, v in _task_defaults(st.session_state["tr_task"]).items():
         st.session_state.setdefault(k, v)
     c1, c2 = st.columns([2, 3])

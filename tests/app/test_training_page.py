@@ -102,3 +102,16 @@ def test_other_sources_open():
     at.segmented_control(key="tr_source").set_value("Run file").run()
     assert not at.exception
     assert any("Nothing to show yet" in i.value for i in at.info)
+
+
+def test_task_and_steps_come_from_the_link():
+    from tests.app.apptest import open_page
+
+    at = open_page("pages/training.py", query={"tr_task": "sort", "tr_steps": "120"})
+    assert at.selectbox(key="tr_task").value == "sort"
+    assert at.number_input(key="tr_steps").value == 120
+    assert "sort" in " ".join(c.value for c in at.caption).lower()  # the sort task's expectation is shown
+    assert at.query_params["tr_task"] in ("sort", ["sort"])
+    bad = open_page("pages/training.py", query={"tr_task": "nonsense", "tr_steps": "many"})
+    assert bad.selectbox(key="tr_task").value == "reverse"  # unknown values fall back to the defaults
+    assert bad.number_input(key="tr_steps").value != "many" and not bad.exception
