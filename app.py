@@ -18,6 +18,7 @@ HERE = Path(__file__).parent
 PAGES = [
     ("Inspect", "pages/home.py", "Home", ":material/home:"),
     ("Inspect", "pages/heatmap.py", "Attention heatmap", ":material/grid_on:"),
+    ("Inspect", "pages/query_key.py", "Query · key", ":material/join_inner:"),
     ("Analyse", "pages/entropy.py", "Entropy", ":material/bar_chart:"),
     ("Analyse", "pages/rollout.py", "Rollout", ":material/account_tree:"),
     ("Analyse", "pages/head_roles.py", "Head roles", ":material/explore:"),

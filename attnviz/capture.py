@@ -36,6 +36,17 @@ def _eager_into_buffer(module, query, key, value, attention_mask, scaling=None, 
     return torch.matmul(weights, value).transpose(1, 2).contiguous(), weights
 
 
+def register_attention(name: str, fn) -> None:
+    """Register `fn` as transformers attention implementation `name`, with eager's mask function
+    under the same name: without one, transformers 5 builds no attention mask at all for a new
+    name (a causal model would then see later tokens, padding would count)."""
+    from transformers import AttentionInterface
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, eager_mask
+
+    AttentionInterface.register(name, fn)
+    ALL_MASK_ATTENTION_FUNCTIONS.register(name, eager_mask)
+
+
 def supported(model) -> bool:
     cfg = model.config
     return cfg.model_type in CAPTURE_TYPES and not getattr(cfg, "is_decoder", False) and not model.training
@@ -47,10 +58,9 @@ def capture(model, n_layers: int, n_heads: int, seq_len: int):
     their attention weights into the yielded float32 array (layer, head, query, key)."""
     global _REGISTERED
     import torch
-    from transformers import AttentionInterface
 
     if not _REGISTERED:
-        AttentionInterface.register(NAME, _eager_into_buffer)
+        register_attention(NAME, _eager_into_buffer)
         _REGISTERED = True
     out = np.empty((n_layers, 1, n_heads, seq_len, seq_len), dtype=np.float32)
     config = model.config

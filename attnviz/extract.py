@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import unicodedata
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -101,14 +102,27 @@ def _stack(attentions, what: str) -> np.ndarray:
     return np.stack([a[0].detach().float().numpy() for a in attentions])
 
 
-def extract(loaded, text: str, text_pair: str | None = None, *, max_tokens: int | None = None,
-            decoder_text: str | None = None) -> AttentionResult:
-    """Run `loaded` (a LoadedModel) on text (and an optional second sentence) and return
-    every layer's and head's attention as an AttentionResult.
+@dataclass(frozen=True)
+class Encoded:
+    """One input tokenised for a model: the model's keyword inputs and what to show for each token."""
 
-    Encoder-decoders get `decoder_text` (default: the text itself) as the decoder input,
-    shifted right as in teacher forcing. Raises BadInput / AttentionUnavailable.
-    """
+    ids: list  # token ids fed to the model, special tokens included
+    tokens: tuple  # display labels, one per position
+    continuation: np.ndarray  # bool (seq_len,): word-continuation pieces
+    special: np.ndarray  # bool (seq_len,): special tokens ([CLS], [SEP], <s>, ...)
+    segments: np.ndarray  # int (seq_len,): sentence A = 0, B = 1
+    inputs: dict  # keyword tensors for model(**inputs): input_ids, attention_mask, ...
+    truncation: Truncation  # tokens requested vs kept
+    text: str  # the cleaned text
+    text_pair: str | None  # the cleaned second sentence, None when absent or blank
+    decoder_tokens: tuple | None = None  # encoder-decoders: decoder input labels
+    decoder_special: np.ndarray | None = None  # encoder-decoders: decoder special-token flags
+
+
+def encode(loaded, text: str, text_pair: str | None = None, *, max_tokens: int | None = None,
+           decoder_text: str | None = None) -> Encoded:
+    """Clean and tokenise text (and an optional second sentence) for `loaded` the way `extract`
+    feeds it to the model. Raises BadInput for empty text."""
     import torch
 
     text = clean_text(text)
@@ -134,7 +148,7 @@ def extract(loaded, text: str, text_pair: str | None = None, *, max_tokens: int 
     inputs = {"input_ids": torch.tensor([ids]), "attention_mask": torch.ones(1, len(ids), dtype=torch.long)}
     if "token_type_ids" in enc and facts.kind == "encoder":
         inputs["token_type_ids"] = torch.tensor([enc["token_type_ids"]])
-    dec_tokens = None
+    dec_tokens = dec_special = None
     if facts.kind == "encoder-decoder":
         target = clean_text(decoder_text) if decoder_text and decoder_text.strip() else text
         dec_ids = tok(target, truncation=True, max_length=limit)["input_ids"]
@@ -145,7 +159,23 @@ def extract(loaded, text: str, text_pair: str | None = None, *, max_tokens: int 
         inputs["decoder_input_ids"] = torch.tensor([dec_in])
         dec_special = np.isin(dec_in, tok.all_special_ids)
         dec_tokens, _ = display_tokens(tok, dec_in, [None] * len(dec_in), dec_special)
+    return Encoded(ids=ids, tokens=tokens, continuation=cont, special=special, segments=segments,
+                   inputs=inputs, truncation=Truncation(n_requested, len(ids), limit), text=text, text_pair=text_pair,
+                   decoder_tokens=dec_tokens, decoder_special=dec_special)
 
+
+def extract(loaded, text: str, text_pair: str | None = None, *, max_tokens: int | None = None,
+            decoder_text: str | None = None) -> AttentionResult:
+    """Run `loaded` (a LoadedModel) on text (and an optional second sentence) and return
+    every layer's and head's attention as an AttentionResult.
+
+    Encoder-decoders get `decoder_text` (default: the text itself) as the decoder input,
+    shifted right as in teacher forcing. Raises BadInput / AttentionUnavailable.
+    """
+    import torch
+
+    e = encode(loaded, text, text_pair, max_tokens=max_tokens, decoder_text=decoder_text)
+    facts, ids, inputs = loaded.facts, e.ids, e.inputs
     captured = None
     with loaded.lock, torch.inference_mode():
         if facts.kind == "encoder" and capture.supported(loaded.model):
@@ -161,19 +191,19 @@ def extract(loaded, text: str, text_pair: str | None = None, *, max_tokens: int 
         attention = _stack(out.encoder_attentions, "encoder")
         extra = dict(decoder_attention=_stack(out.decoder_attentions, "decoder"),
                      cross_attention=_stack(out.cross_attentions, "cross"),
-                     decoder_tokens=dec_tokens, decoder_special_mask=dec_special)
+                     decoder_tokens=e.decoder_tokens, decoder_special_mask=e.decoder_special)
     else:
         attention = _stack(out.attentions, "")
     return AttentionResult(
         attention=attention,
-        tokens=tokens,
+        tokens=e.tokens,
         token_ids=tuple(int(i) for i in ids),
-        special_mask=special,
-        continuation=cont,
-        segment_ids=segments,
+        special_mask=e.special,
+        continuation=e.continuation,
+        segment_ids=e.segments,
         facts=facts,
-        text=text,
-        text_pair=text_pair,
-        truncation=Truncation(n_requested, len(ids), limit),
+        text=e.text,
+        text_pair=e.text_pair,
+        truncation=e.truncation,
         **extra,
     )
