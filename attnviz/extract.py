@@ -178,7 +178,7 @@ def extract(loaded, text: str, text_pair: str | None = None, *, max_tokens: int 
     facts, ids, inputs = loaded.facts, e.ids, e.inputs
     captured = None
     with loaded.lock, torch.inference_mode():
-        if facts.kind == "encoder" and capture.supported(loaded.model):
+        if facts.kind != "encoder-decoder" and capture.supported(loaded.model):
             with capture.capture(loaded.model, facts.n_layers, facts.n_heads, len(ids)) as captured:
                 out = loaded.model(**inputs, output_attentions=True, return_dict=True)
         else:

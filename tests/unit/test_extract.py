@@ -140,3 +140,23 @@ def test_in_place_capture_equals_eager_exactly(minilm):
         ref = minilm.model(**inputs, output_attentions=True)
     expected = np.stack([a[0].numpy() for a in ref.attentions])
     np.testing.assert_array_equal(r.attention, expected)
+
+
+
+def test_in_place_capture_equals_eager_for_grouped_query_llama():
+    """Llama (causal, 4 query heads sharing 2 key/value heads): the capture path repeats the kv heads
+    and applies the causal mask exactly as eager does."""
+    from attnviz import capture
+    from tests.tiny_models import tiny_loaded
+
+    loaded = tiny_loaded("llama")
+    assert capture.supported(loaded.model)
+    text = "the capture of a causal model must match eager bit for bit " * 3
+    r = extract(loaded, text)
+    assert not r.attention.flags.owndata  # written in place
+    assert loaded.model.config._attn_implementation == "eager"
+    ids = torch.tensor([list(r.token_ids)])
+    with torch.inference_mode():
+        ref = loaded.model(input_ids=ids, attention_mask=torch.ones_like(ids), output_attentions=True)
+    np.testing.assert_array_equal(r.attention, np.stack([a[0].numpy() for a in ref.attentions]))
+    assert np.triu(r.attention, k=1).max() == 0.0  # no weight on later tokens

@@ -66,3 +66,10 @@ def test_packaged_smollm2_is_a_causal_llama_with_grouped_kv():
     assert r.attention.shape[:2] == (30, 9)
     assert np.abs(np.triu(r.attention, k=1)).max() == 0.0  # causal: no weight on later tokens
     np.testing.assert_allclose(r.attention.sum(-1), 1.0, atol=1e-4)
+    import torch  # the in-place capture gives eager's weights bit for bit
+
+    assert not r.attention.flags.owndata
+    ids = torch.tensor([list(r.token_ids)])
+    with torch.inference_mode():
+        ref = loaded.model(input_ids=ids, attention_mask=torch.ones_like(ids), output_attentions=True)
+    np.testing.assert_array_equal(r.attention, np.stack([a[0].numpy() for a in ref.attentions]))
