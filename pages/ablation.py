@@ -9,13 +9,13 @@ from attnviz.ui import analytics_widgets as aw
 from attnviz.ui.cache import get_model
 from attnviz.ui.sidebar import require_result
 from attnviz.ui.figure import show_figure
+from attnviz.ui.share import page_intro
 from attnviz.ui.share import stop as stop_page
 from attnviz.ui.shell import ensure_app_shell
 
 ensure_app_shell()
 
-st.title("Head ablation")
-st.markdown(
+page_intro("Head ablation",
     "To test whether a head matters, switch it off: its output is replaced by zeros just before the layer's "
     "output projection, so the rest of the model runs as usual without it. (transformers' `head_mask` "
     "argument is silently ignored in version 5, so attnviz does this with a temporary hook.) The head's "

@@ -9,14 +9,13 @@ from attnviz.ui import analytics_widgets as aw
 from attnviz.ui.cache import get_model, get_result
 from attnviz.ui.sidebar import require_result
 from attnviz.ui.figure import show_figure
-from attnviz.ui.share import bind
+from attnviz.ui.share import bind, page_intro
 from attnviz.ui.share import stop as stop_page
 from attnviz.ui.shell import ensure_app_shell
 
 ensure_app_shell()
 
-st.title("Compare attention")
-st.markdown(
+page_intro("Compare attention",
     "Lay two attention maps on top of each other. **Two sentences**: the same model reads two texts that "
     "split into the same number of tokens (swap one word), so you can see which heads react to the change. "
     "**Two models**: two models with the same tokenizer read the sidebar's text. The difference map is "

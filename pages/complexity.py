@@ -11,7 +11,7 @@ from attnviz.complexity_measure import (IMPLEMENTATIONS, PREDICTED_SLOPE, SHORT_
                                         measure, memory_budget, plan, predict_peak_bytes, slopes)
 from attnviz.errors import AttnvizError
 from attnviz.ui.figure import show_figure
-from attnviz.ui.share import bind
+from attnviz.ui.share import bind, page_intro
 from attnviz.ui.shell import ensure_app_shell
 
 ensure_app_shell()
@@ -79,8 +79,7 @@ if s.pop("cx_apply", False):
             _fill(cfg_loaded)
             s["cx_loaded_name"] = cfg_loaded.name
 
-st.title("Attention complexity calculator")
-st.markdown(
+page_intro("Attention complexity calculator",
     "How much compute and memory attention needs as the sequence length **n** grows, for a real "
     "model's sizes, and what each efficient variant changes. Pick a preset or type your own sizes; "
     "every number below follows from the formulas shown, and the last tab measures attention on "

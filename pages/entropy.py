@@ -7,14 +7,13 @@ from attnviz.plots_analytics import head_grid, token_bars
 from attnviz.ui import analytics_widgets as aw
 from attnviz.ui.sidebar import require_result
 from attnviz.ui.figure import show_figure
-from attnviz.ui.share import bind
+from attnviz.ui.share import bind, page_intro
 from attnviz.ui.share import stop as stop_page
 from attnviz.ui.shell import ensure_app_shell
 
 ensure_app_shell()
 
-st.title("Attention entropy")
-st.markdown(
+page_intro("Attention entropy",
     "Each query row of a head is a probability distribution over the keys it may look at. Its **entropy** "
     "H = −Σ p log p (in nats) measures how spread out that distribution is. **Low** entropy means the head "
     "is focused: most weight lands on one or a few tokens (a previous-token head, a [SEP] sink). **High** "

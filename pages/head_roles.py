@@ -6,14 +6,13 @@ from attnviz.metrics.roles import ROLE_KEYS, ROLES, strongest_role, top_heads
 from attnviz.plots_analytics import role_map
 from attnviz.ui import analytics_widgets as aw
 from attnviz.ui.sidebar import require_result
-from attnviz.ui.share import bind
+from attnviz.ui.share import bind, page_intro
 from attnviz.ui.share import stop as stop_page
 from attnviz.ui.shell import ensure_app_shell
 
 ensure_app_shell()
 
-st.title("Head roles")
-st.markdown(
+page_intro("Head roles",
     "Clark et al. (2019) found that many BERT heads follow simple, recognisable patterns: looking at the "
     "previous or next token, at [CLS] or [SEP], at punctuation, or spreading out evenly. Each score below is "
     "a number between 0 and 1 per head; a head's **strongest role** is its highest score. Scores on one "

@@ -9,7 +9,7 @@ from attnviz.qk import query_row, top_keys
 from attnviz.ui import analytics_widgets as aw
 from attnviz.ui.figure import show_figure
 from attnviz.ui.qk_widgets import get_query_key, head_choice
-from attnviz.ui.share import bind
+from attnviz.ui.share import bind, page_intro
 from attnviz.ui.share import stop as stop_page
 from attnviz.ui.shell import ensure_app_shell
 from attnviz.ui.sidebar import require_result
@@ -21,8 +21,7 @@ bind({"qk_layer": int, "qk_head": int, "qk_query": int, "qk_key": int, "qk_topk"
 TOPK_OPTIONS = [8, 16, 24, 32, 48, 64]
 RANKS = {"weight": "attention weight", "score": "|score|"}
 
-st.title("Query · key")
-st.markdown(
+page_intro("Query · key",
     "Where does one row of the attention heatmap come from? Each token is projected to a **query** vector "
     "q (what it is looking for) and a **key** vector k (what it offers), d_head numbers each per head. The "
     "score of key j is the dot product **q·k_j = Σ_d q_d k_jd**, multiplied by a scaling factor (1/√d_head "

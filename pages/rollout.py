@@ -10,14 +10,13 @@ from attnviz.plots_analytics import grouped_token_bars, matrix_heatmap, token_ba
 from attnviz.ui import analytics_widgets as aw
 from attnviz.ui.sidebar import require_result
 from attnviz.ui.figure import show_figure
-from attnviz.ui.share import bind
+from attnviz.ui.share import bind, page_intro
 from attnviz.ui.share import stop as stop_page
 from attnviz.ui.shell import ensure_app_shell
 
 ensure_app_shell()
 
-st.title("Attention rollout")
-st.markdown(
+page_intro("Attention rollout",
     "One layer's attention only says how tokens mix **in that layer**, but every layer also keeps its "
     "input through the residual connection. **Rollout** (Abnar & Zuidema, 2020) follows the mixing through "
     "the stack: in each layer the heads are fused into one matrix F, the residual is added as "

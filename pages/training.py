@@ -3,13 +3,13 @@ import streamlit as st
 
 from attnviz.errors import AttnvizError
 from attnviz.ui import training_widgets as tw
+from attnviz.ui.share import page_intro
 from attnviz.ui.shell import ensure_app_shell
 
 # Once per session: under AppTest the guard's rerun would fire on every run and swallow clicks.
 ensure_app_shell()
 
-st.title("Training evolution")
-st.markdown(
+page_intro("Training evolution",
     "A transformer is not born with its attention patterns: they appear while it learns. Here a small "
     "transformer, built from attnviz's own attention code, learns a toy task on the CPU in seconds, and every few "
     "steps the attention it pays on one fixed **probe** input is recorded. Press **Train** to watch it live, "

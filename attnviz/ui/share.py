@@ -123,6 +123,17 @@ def presenting() -> bool:
     return bool(st.session_state.get("present"))
 
 
+def page_intro(title: str, text: str) -> None:
+    """A page's title and opening explanation. In presentation mode the explanation folds into an
+    'About this view' expander (the lecturer says it), so the figures start on the first screen."""
+    st.title(title)
+    if presenting():
+        with st.expander("About this view", icon=":material/info:"):
+            st.markdown(text)
+    else:
+        st.markdown(text)
+
+
 PRESENTATION_CSS = """
 <style>
 html { font-size: 21px; }

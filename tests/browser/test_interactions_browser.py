@@ -237,3 +237,25 @@ def test_presentation_mode_on_a_projector(page, app_server):
     page.set_viewport_size({"width": 1280, "height": min(int(tall) + 40, 6000)})
     time.sleep(1.0)
     page.screenshot(path=str(ARTIFACTS / "presentation-heatmap-full.png"))
+
+
+@pytest.mark.parametrize("path", ["/entropy", "/rollout", "/query_key"])
+def test_presentation_mode_folds_the_page_intro(page, app_server, path):
+    """On a 1280 x 720 projector the explanation folds into 'About this view' and the first figure
+    starts on the first screen."""
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.goto(app_server.url + path + "?present=1")
+    page.wait_for_selector("h1", timeout=60_000)
+    wait_for_app(page)
+    about = page.get_by_text("About this view")
+    assert about.count() == 1
+    top = page.evaluate("() => document.querySelector('.js-plotly-plot').getBoundingClientRect().top")
+    assert top < 720, f"the first figure starts at {top}px, below the first screen"
+    intro = page.locator('[data-testid="stExpander"]').filter(has_text="About this view")
+    details = intro.locator('[data-testid="stExpanderDetails"] p').first
+    assert details.is_hidden()  # folded until opened
+    about.click()
+    time.sleep(0.5)
+    assert details.is_visible() and len(details.inner_text()) > 100
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"presentation{path.replace('/', '-')}.png"))
