@@ -73,6 +73,18 @@ def block_mean(m: np.ndarray, max_side: int = MAX_MATRIX_SIDE) -> tuple[np.ndarr
     return np.nanmean(blocks, axis=(1, 3)), factor
 
 
+def shared_colour_max(*matrices: np.ndarray) -> float:
+    """One colour-scale top for matrices shown side by side: their largest value, or for long
+    inputs (as matrix_heatmap draws them, block-averaged) the larger 99th percentile, so one
+    sink column does not wash both out."""
+    smalls = [block_mean(m)[0] for m in matrices]
+    if max(s.size for s in smalls) > 64 * 64:
+        top = max(float(np.nanquantile(s, 0.99)) for s in smalls)
+    else:
+        top = max(float(np.nanmax(s)) for s in smalls)
+    return top if top > 0 else 1.0
+
+
 def matrix_heatmap(m: np.ndarray, row_labels, col_labels, *, title: str, zmin=None, zmax=None,
                    colorscale: str = "Viridis", zmid=None, colorbar: str = "weight", height: int | None = None,
                    xtitle: str = "key (attended to)", ytitle: str = "query (attending)") -> go.Figure:
@@ -91,6 +103,8 @@ def matrix_heatmap(m: np.ndarray, row_labels, col_labels, *, title: str, zmin=No
         # long inputs: one sink column would wash out the rest; clip colours at the 99th percentile
         zmax = float(np.nanquantile(small, 0.99)) or None
         notes.append("colours clipped at the 99th percentile")
+    elif zmax is not None and zmid is None and small.size and float(np.nanmax(small)) > zmax:
+        notes.append(f"colours clipped at {zmax:.3g}")
     if notes:
         title += "<br><sup>" + "; ".join(notes) + "</sup>"
     hover = np.array([[f"{ytitle.split(' ')[0]} {a}<br>{xtitle.split(' ')[0]} {b}" for b in cl] for a in rl])

@@ -4,7 +4,7 @@ import streamlit as st
 from attnviz.errors import AttnvizError
 from attnviz.metrics.compare import check_same_length, check_same_tokens, difference, head_distance
 from attnviz.models.registry import DEFAULT_MODEL, PACKAGED, package_dir
-from attnviz.plots_analytics import head_grid, matrix_heatmap
+from attnviz.plots_analytics import head_grid, matrix_heatmap, shared_colour_max
 from attnviz.ui import analytics_widgets as aw
 from attnviz.ui.cache import get_model, get_result
 from attnviz.ui.sidebar import require_result
@@ -26,13 +26,20 @@ result_a = require_result()
 aw.require_hf_model("Comparing")
 key_a, text_a, pair_a = aw.sidebar_inputs()
 bind({"cmp_mode": str, "cmp_text_b": str})
+SHORT_TEXT = 300  # longer sidebar texts are shown cut, with their token count
 mode = st.radio("Compare", ["Two sentences", "Two models"], horizontal=True, key="cmp_mode")
 
 try:
     if mode == "Two sentences":
         st.session_state.setdefault("cmp_text_b", "The dog sat on the mat because it was tired.")
-        st.markdown(f"**A** (from the sidebar): {result_a.text}")
-        text_b = st.text_input("**B**: a second sentence with the same number of tokens", key="cmp_text_b")
+        if len(result_a.text) > SHORT_TEXT:
+            st.markdown(f"**A** (from the sidebar, {result_a.seq_len} tokens): {result_a.text[:SHORT_TEXT]}…")
+        else:
+            st.markdown(f"**A** (from the sidebar): {result_a.text}")
+        b1, b2 = st.columns([4, 1], vertical_alignment="bottom")
+        text_b = b1.text_input("**B**: a second sentence with the same number of tokens", key="cmp_text_b")
+        b2.button("Copy A into B", key="cmp_copy_a", on_click=lambda: st.session_state.update(cmp_text_b=result_a.text),
+                  help="Start B from A's text, then change a word: long texts are hard to retype.")
         result_b = get_result(key_a, text_b, None, None)
         check_same_length(result_a, result_b)
         name_a, name_b = "A: " + key_a, "B: " + key_a
@@ -60,13 +67,14 @@ tokens_a, tokens_b = result_a.tokens, result_b.tokens
 layer, head = aw.head_selectors("cmp", min(result_a.n_layers, result_b.n_layers),
                                 min(result_a.n_heads, result_b.n_heads))
 ma, mb = result_a.attention[layer, head], result_b.attention[layer, head]
+top = shared_colour_max(ma, mb)  # one scale for both sides
 c1, c2 = st.columns(2)
 with c1:
-    show_figure(matrix_heatmap(ma, tokens_a, tokens_a, title=f"{name_a} · L{layer} H{head}", zmin=0.0, zmax=1.0,
-                                   colorscale="Blues"), key="cmp_a")
+    show_figure(matrix_heatmap(ma, tokens_a, tokens_a, title=f"{name_a} · L{layer} H{head}", zmin=0.0, zmax=top,
+                               colorscale="Blues"), key="cmp_a")
 with c2:
-    show_figure(matrix_heatmap(mb, tokens_b, tokens_b, title=f"{name_b} · L{layer} H{head}", zmin=0.0, zmax=1.0,
-                                   colorscale="Blues"), key="cmp_b")
+    show_figure(matrix_heatmap(mb, tokens_b, tokens_b, title=f"{name_b} · L{layer} H{head}", zmin=0.0, zmax=top,
+                               colorscale="Blues"), key="cmp_b")
 d1, d2 = st.columns(2)
 with d1:
     diff = difference(ma, mb)
@@ -79,6 +87,7 @@ with d2:
     if result_a.attention.shape[:2] == result_b.attention.shape[:2]:
         dist = head_distance(result_a, result_b)
         fig = head_grid(dist, title="Difference per head (mean row distance)", colorbar="distance", zmin=0.0,
+                        zmax=max(float(dist.max()), 1e-6),
                         colorscale="Magma", fmt=".4f", ablated=aw.ablated_heads(), selected=(layer, head))
         aw.clickable_head_grid(fig, "cmp_grid")
         st.caption("Mean total-variation distance between matching rows: 0 = same, 1 = disjoint. Click a head "

@@ -117,3 +117,23 @@ def test_compare_page_and_different_lengths():
     at.text_input(key="cmp_text_b").set_value(TEXT).run()
     diff = decode(_fig(at, 2)["data"][0]["z"])
     assert np.abs(diff).max() == 0
+
+
+def test_compare_long_text_is_cut_and_copied_into_b(minilm):
+    """A 512-token text is shown cut (not as a wall of text); 'Copy A into B' makes B the same text
+    (a zero difference), and swapping one word of the copy gives a non-zero one."""
+    from attnviz.examples import long_text
+
+    text = long_text()[:3000]
+    at = open_page("pages/compare.py", text=text)
+    assert not at.exception
+    shown = " ".join(m.value for m in at.markdown if m.value.startswith("**A**"))
+    assert "512 tokens" in shown and len(shown) < 400
+    at.button(key="cmp_copy_a").click().run()
+    assert at.text_input(key="cmp_text_b").value == text
+    diff = decode(_fig(at, 2)["data"][0]["z"])
+    assert diff.shape[0] > 100 and np.abs(diff).max() == 0.0
+    top_a, top_b = (_fig(at, i)["data"][0]["zmax"] for i in (0, 1))
+    assert top_a == top_b < 0.5  # one colour scale, clipped below the sink weights (not 0..1: blank)
+    at.text_input(key="cmp_text_b").set_value(text.replace("cat", "dog", 1)).run()
+    assert not at.warning and np.abs(decode(_fig(at, 2)["data"][0]["z"])).max() > 1e-3
