@@ -3,7 +3,7 @@ import numpy as np
 import streamlit as st
 
 from attnviz.metrics.roles import ROLE_KEYS, ROLES, strongest_role, top_heads
-from attnviz.plots_analytics import role_map
+from attnviz.plots_analytics import head_grid, role_map
 from attnviz.ui import analytics_widgets as aw
 from attnviz.ui.sidebar import require_result
 from attnviz.ui.share import bind, page_intro
@@ -70,6 +70,45 @@ for i, role in enumerate(ROLE_KEYS):
             st.caption("not defined for these inputs")
         else:
             st.markdown("\n".join(f"- layer {l}, head {h}: {v:.2f}" for l, h, v in tops))
+
+st.subheader("Induction and duplicate-token heads")
+st.markdown(
+    "Some heads only show what they do on a special input. Take random words and repeat them: "
+    "*w1 w2 … wn w1 w2 … wn*. In the second copy the next word can be predicted by finding where the current "
+    "word appeared before and copying the word that followed it. An **induction head** (Olsson et al., 2022) "
+    "does the finding: from a word in the second copy it attends to the word **after** that word's first "
+    "occurrence. A **duplicate-token head** attends to the first occurrence itself. Random words leave no other "
+    "clue, so high scores mean the pattern. Induction heads are a hallmark of causal language models (they "
+    "appear suddenly during training and drive in-context copying); a sentence-embedding BERT like the default "
+    "model has duplicate-token heads but hardly any induction heads.")
+if trained:
+    st.info("This needs a HuggingFace model (it reads new input): pick one in the sidebar.")
+else:
+    bind({"hr_words": int, "hr_seqs": int})
+    st.session_state.setdefault("hr_words", 40)
+    st.session_state.setdefault("hr_seqs", 3)
+    i1, i2 = st.columns(2)
+    n_words = i1.slider("Random words per copy", 8, 120, step=4, key="hr_words",
+                        help="Each sequence is this many distinct words, then the same words again.")
+    n_seqs = i2.slider("Random sequences averaged", 1, 8, key="hr_seqs",
+                       help="Different random words each time; the scores are averaged.")
+    ind = aw.induction_of_model(key, n_words, n_seqs)
+    if ind is not None:
+        g1, g2 = st.columns(2)
+        for col, name, label in ((g1, "induction", "induction score"), (g2, "duplicate", "duplicate-token score")):
+            with col:
+                aw.clickable_head_grid(
+                    head_grid(ind[name], title=f"{label.capitalize()} per head · {n_seqs} x {2 * n_words} words",
+                              colorbar=label.split()[0], zmin=0.0, zmax=1.0, colorscale="Viridis", fmt=".3f",
+                              ablated=ablated), f"hr_{name}", text=ind["text"])
+                flat = np.argsort(-ind[name].ravel(), kind="stable")[:3]
+                n_h = ind[name].shape[1]
+                st.markdown("Top: " + ", ".join(f"L{i // n_h} H{i % n_h} ({ind[name].ravel()[i]:.2f})" for i in flat))
+        st.caption("Induction: mean weight from each word of the second copy to the word that followed its first "
+                   "occurrence. Duplicate: mean weight on the first occurrence itself. 1 = all of the row's weight "
+                   "there. Click a head to open it on the heatmap page **with the first random sequence as the "
+                   "text** (the sidebar's text is replaced), where the pattern shows as a stripe parallel to the "
+                   "diagonal.")
 
 st.subheader("Definitions")
 st.markdown("\n".join(f"- **{label}**: {text}." for label, text in ROLES.values()))

@@ -69,13 +69,19 @@ def current_head(n_layers: int, n_heads: int) -> tuple[int, int]:
     return min(max(layer, 0), n_layers - 1), min(max(head, 0), n_heads - 1)
 
 
-def open_head(layer: int, head: int) -> None:
+def open_head(layer: int, head: int, text: str | None = None) -> None:
+    """Open (layer, head) on the heatmap page; with `text`, on that text (it becomes the sidebar's)."""
+    from attnviz.ui.sidebar import queue_text
+
     st.session_state["layer"], st.session_state["head"] = int(layer), int(head)
+    if text is not None:
+        queue_text(text)
     st.switch_page(HEATMAP_PAGE)
 
 
-def clickable_head_grid(fig, key: str) -> None:
-    """Show a head-grid figure; a click on a cell opens that head on the heatmap page."""
+def clickable_head_grid(fig, key: str, text: str | None = None) -> None:
+    """Show a head-grid figure; a click on a cell opens that head on the heatmap page (on `text`
+    when given, else on the sidebar's text)."""
     from attnviz.ui.figure import show_figure
 
     event = show_figure(fig, key=key, on_select="rerun", selection_mode="points")
@@ -89,7 +95,7 @@ def clickable_head_grid(fig, key: str) -> None:
         if isinstance(data, dict):  # a typed array arrives as {"0": layer, "1": head}
             data = [data[k] for k in sorted(data, key=int)]
         if data is not None and len(data) >= 2:
-            open_head(int(data[0]), int(data[1]))
+            open_head(int(data[0]), int(data[1]), text)
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
@@ -177,3 +183,32 @@ def flow_row(mixes: np.ndarray, target: int, layer: int) -> np.ndarray:
     from attnviz.metrics.flow import attention_flow
 
     return attention_flow(mixes, [target], layer)[0]
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def _induction_one(key: str, n_words: int, seed: int) -> dict:
+    from attnviz.metrics.induction import copy_positions, induction_scores, repeated_text
+    from attnviz.ui.cache import get_model
+
+    rt = repeated_text(get_model(key).tokenizer, n_words, seed)
+    result = get_result(key, rt.text, None, None)
+    first, second = copy_positions(result.token_ids, result.special_mask, n_words)
+    return {"text": rt.text, **induction_scores(result.attention, first, second)}
+
+
+def induction_of_model(key: str, n_words: int, n_sequences: int) -> dict | None:
+    """Induction and duplicate-token scores (layer, head) averaged over n_sequences random repeated
+    sequences (seeds 0..n-1), with a progress bar; "text" is the first sequence. None on failure."""
+    bar = st.progress(0.0, text="Reading random repeated sequences…")
+    runs = []
+    try:
+        for seed in range(n_sequences):
+            runs.append(_induction_one(key, n_words, seed))
+            bar.progress((seed + 1) / n_sequences, text=f"Sequence {seed + 1} of {n_sequences}")
+    except AttnvizError as e:
+        st.warning(str(e))
+        return None
+    finally:
+        bar.empty()
+    return {"text": runs[0]["text"],
+            **{k: np.mean([r[k] for r in runs], axis=0) for k in ("induction", "duplicate")}}

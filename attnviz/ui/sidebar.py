@@ -33,8 +33,20 @@ def _apply_example():
                 st.session_state["use_pair"] = bool(b)
 
 
+_QUEUED_TEXT = "_queued_text"
+
+
+def queue_text(text: str) -> None:
+    """Make `text` the sidebar's text (a single sentence) from the next run on: the text box is
+    drawn before any page, so a page cannot change it in the same run."""
+    st.session_state[_QUEUED_TEXT] = text
+
+
 def render() -> None:
     first_a, _ = examples()[0]
+    if _QUEUED_TEXT in st.session_state:
+        st.session_state["text"] = st.session_state.pop(_QUEUED_TEXT)
+        st.session_state["use_pair"] = False
     st.session_state.setdefault("model_choice", DEFAULT_MODEL)
     st.session_state.setdefault("text", first_a)
     st.session_state.setdefault("text_pair", "")

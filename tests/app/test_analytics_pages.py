@@ -89,11 +89,34 @@ def test_rollout_page_attention_flow(result):
 
 def test_head_roles_page():
     at = _open("pages/head_roles.py")
-    assert len(at.get("plotly_chart")) == 1
+    assert len(at.get("plotly_chart")) == 3  # role map, induction, duplicate-token
     assert "same column" in " ".join(i.value for i in at.info)  # [CLS] = first-token note
     at.radio(key="hr_scope").set_value("the current sentence").run()
     assert not at.exception
     assert "current sentence" in _fig(at, 0)["layout"]["title"]["text"]
+
+
+def test_head_roles_induction_scores(minilm):
+    """The induction and duplicate maps hold the mean weights from the second copy's words (read
+    here by hand from extract's attention), averaged over the chosen number of random sequences."""
+    from attnviz.extract import extract
+    from attnviz.metrics.induction import repeated_text
+
+    at = _open("pages/head_roles.py", hr_words=12, hr_seqs=2)
+    figs = {f["layout"]["title"]["text"].split(" per head")[0]: f for f in app_figures(at)[1:]}
+    by_hand_ind, by_hand_dup = [], []
+    for seed in (0, 1):
+        rt = repeated_text(minilm.tokenizer, 12, seed)
+        r = extract(minilm, rt.text)
+        a = np.asarray(r.attention, dtype=np.float64)  # [CLS] w1..w12 w1..w12 [SEP]
+        by_hand_ind.append(np.mean([a[:, :, 13 + k, 2 + k] for k in range(11)], axis=0))
+        by_hand_dup.append(np.mean([a[:, :, 13 + k, 1 + k] for k in range(12)], axis=0))
+    np.testing.assert_allclose(decode(figs["Induction score"]["data"][0]["z"]), np.mean(by_hand_ind, axis=0),
+                               atol=1e-5)
+    np.testing.assert_allclose(decode(figs["Duplicate-token score"]["data"][0]["z"]), np.mean(by_hand_dup, axis=0),
+                               atol=1e-5)
+    at.slider(key="hr_seqs").set_value(1).run()
+    np.testing.assert_allclose(decode(app_figures(at)[1]["data"][0]["z"]), by_hand_ind[0], atol=1e-5)
 
 
 def test_ablation_page_effect_and_bad_input():

@@ -32,6 +32,30 @@ def test_clicking_a_role_cell_opens_that_head(page, app_server):
     page.wait_for_selector("text=Layer 0, head 2", timeout=60_000)
 
 
+def test_clicking_an_induction_cell_opens_the_head_on_the_repeated_words(page, app_server, minilm):
+    """The duplicate-token map of the default model: clicking its strongest head opens it on the
+    heatmap page with the random repeated sequence as the text, where the stripe shows."""
+    import numpy as np
+
+    from attnviz.metrics.induction import repeated_text
+
+    _open(page, app_server, "/head_roles?hr_words=12&hr_seqs=1")
+    i = wait_plot(page, title="Duplicate-token score per head")
+    z = np.array(plot_z(page, i), dtype=float)
+    assert z.shape == (6, 12) and 0 <= z.min() and z.max() <= 1
+    layer, head = np.unravel_index(int(z.argmax()), z.shape)
+    click_marker(page, i, int(head), int(layer))
+    page.wait_for_url(re.compile(r"/heatmap"), timeout=60_000)
+    page.wait_for_selector(f"text=Layer {layer}, head {head}", timeout=60_000)
+    text = repeated_text(minilm.tokenizer, 12, 0).text
+    assert page.get_by_role("textbox", name="Text").input_value() == text
+    wait_for_app(page)
+    m = np.array(plot_z(page, wait_plot(page, ytitle="query")), dtype=float)
+    assert m.shape == (26, 26)  # [CLS] + 2 x 12 words + [SEP]
+    # the duplicate stripe: second-copy rows put the head's score's worth of weight on the first copy
+    assert np.mean([m[13 + k, 1 + k] for k in range(12)]) == pytest.approx(z[layer, head], abs=2e-3)
+
+
 @pytest.mark.parametrize("path,title", [("/entropy", "per head · 512 tokens"), ("/rollout", "Rollout through"),
                                         ("/head_roles", "Strongest role"), ("/compare", "A: minilm")],
                          ids=["entropy", "rollout", "head_roles", "compare"])
