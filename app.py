@@ -3,6 +3,7 @@ from pathlib import Path
 
 import pandas  # noqa: F401  imported fully up front: plotly's lazy look-up of pandas is not thread-safe
 import streamlit as st
+from streamlit.errors import StreamlitAPIException
 
 from attnviz.ui import share, sidebar
 from attnviz.ui.shell import app_shell
@@ -50,6 +51,12 @@ sidebar.render()
 try:
     with app_shell():
         nav.run()
+except StreamlitAPIException:  # a widget refused a value: if it came from a hand-edited link, drop it
+    if not share.reject_link_values():
+        raise
+    st.rerun()
+else:
+    share.accept_link_values()
 finally:  # also after st.stop() in a page: keep the URL and the share link current
     share.sync_url()
     share.render_link()

@@ -14,6 +14,8 @@ GLOBAL_KEYS: dict[str, type] = {
 MAX_TEXT_IN_URL = 2000  # longer texts are left out of links (browsers cap URLs)
 _PAGE_KEYS = "_share_page_keys"
 _RESTORED = "_share_restored"
+_FROM_LINK = "_share_from_link"  # keys given a value from the link, not yet accepted by a widget
+_LINK_RESET = "_share_link_reset"  # set when a link's values were dropped, for a message next run
 
 
 def _parse(raw: str, kind: type):
@@ -42,6 +44,7 @@ def _restore(keys: dict[str, type]) -> None:
         if key in st.query_params:
             try:
                 st.session_state[key] = _parse(st.query_params[key], kind)
+                st.session_state.setdefault(_FROM_LINK, set()).add(key)
             except ValueError:
                 pass  # a hand-edited link with a bad value keeps the default
 
@@ -53,6 +56,29 @@ def start_run() -> None:
     st.session_state[_PAGE_KEYS] = {}
     reset_counter()
     _restore(GLOBAL_KEYS)
+    dropped = st.session_state.pop(_LINK_RESET, None)
+    if dropped:
+        st.toast("Some settings in the link were out of range, so this view uses the defaults for: "
+                 + ", ".join(dropped) + ".", icon=":material/link_off:")
+
+
+def accept_link_values() -> None:
+    """Called after a run that went through: the link's values so far were all accepted."""
+    st.session_state.pop(_FROM_LINK, None)
+
+
+def reject_link_values() -> bool:
+    """After a widget refused a value (a hand-edited link with, say, a slider value out of its
+    range): forget every value taken from the link in this run, so the rerun uses the defaults.
+    Returns False when no link value was involved (the error is something else)."""
+    keys = st.session_state.pop(_FROM_LINK, set())
+    for key in keys:
+        st.session_state.pop(key, None)
+        if key in st.query_params:
+            del st.query_params[key]
+    if keys:
+        st.session_state[_LINK_RESET] = sorted(keys)
+    return bool(keys)
 
 
 def bind(keys: dict[str, type]) -> None:

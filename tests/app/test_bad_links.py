@@ -1,0 +1,58 @@
+"""Hand-edited links: every value a page takes from the URL, set absurdly, gives the page with
+defaults (and a notice), never a traceback."""
+import re
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.conftest import APP
+
+ROOT = Path(APP).parent
+SOURCES = {"pages/training.py": ["pages/training.py", "attnviz/ui/training_widgets.py"]}
+BIND = re.compile(r'"(\w+)": (int|float|str|bool)\b')
+
+
+def _bound_keys(page: str) -> dict[str, str]:
+    keys = {}
+    for src in SOURCES.get(page, [page]):
+        text = (ROOT / src).read_text()
+        for block in re.findall(r"bind\(\{(.*?)\}\)", text, flags=re.S):
+            keys.update(BIND.findall(block))
+    return keys
+
+
+PAGES = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "pages").glob("*.py") if _bound_keys(str(p.relative_to(ROOT))))
+ABSURD = {"int": ["999999", "-999999"], "float": ["1e9", "-1e9"], "str": ["no-such-value"], "bool": ["maybe"]}
+
+
+@pytest.mark.parametrize("variant", [0, 1], ids=["large", "small"])
+@pytest.mark.parametrize("page", PAGES)
+def test_absurd_link_values_fall_back(page, variant):
+    keys = _bound_keys(page)
+    assert keys, page
+    query = {k: ABSURD[kind][min(variant, len(ABSURD[kind]) - 1)] for k, kind in keys.items()}
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.query_params.update(query)
+    at.run()
+    at.switch_page(page)
+    at.run()
+    assert not at.exception, (page, query, [e.value for e in at.exception])
+
+
+def test_out_of_range_slider_value_is_dropped_with_a_notice():
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.query_params.update({"ro_residual": "5", "ro_fusion": "max"})
+    at.run()
+    at.switch_page("pages/rollout.py")
+    at.run()
+    assert not at.exception
+    assert at.slider(key="ro_residual").value == 0.5  # the default
+    assert "ro_residual" in " ".join(t.value for t in at.toast)
+    ok = AppTest.from_file(APP, default_timeout=180)  # control: in-range link values are kept
+    ok.query_params.update({"ro_residual": "0.7", "ro_fusion": "max"})
+    ok.run()
+    ok.switch_page("pages/rollout.py")
+    ok.run()
+    assert ok.slider(key="ro_residual").value == 0.7 and ok.selectbox(key="ro_fusion").value == "max"
+    assert not ok.toast
