@@ -10,6 +10,7 @@ from attnviz.ui.figure import show_figure
 from attnviz.ui.heads import consume_selection, head_picker
 from attnviz.ui.share import bind, presenting
 from attnviz.ui.share import stop as stop_page
+from attnviz.text_view import shaded_text_html
 from attnviz.ui.shell import ensure_app_shell
 from attnviz.ui.sidebar import require_result
 from attnviz.views import PAIR_BLOCKS, colour_range, select_view
@@ -150,6 +151,17 @@ if which == "self":
 else:
     show_figure(focus_figure(attention[layer], focus, k_tokens, direction="out", colorscale=palette,
                              ablated_heads=layer_heads_ablated), key="hm_focus_out", name=f"layer{layer}-token{focus}-out")
+
+if which == "self":
+    st.markdown(f"**The text, shaded by attention** (layer {layer}, head {head}): the darker a token, the more "
+                f"weight it gets. Hover a token for the exact weight; the outlined token is **{q_tokens[focus]}**.")
+    row, col = attention[layer, head, focus], attention[layer, head, :, focus]
+    special = result.special_mask
+    st.caption(f"What **{q_tokens[focus]}** attends to (its row; sums to 1, darkest = {row.max():.3f})")
+    st.html(shaded_text_html(q_tokens, row, focus=focus, continuation=result.continuation, special=special))
+    st.caption(f"Who attends to **{q_tokens[focus]}** (its column: each token's weight on it, darkest = "
+               f"{col.max():.3f})")
+    st.html(shaded_text_html(q_tokens, col, focus=focus, continuation=result.continuation, special=special))
 
 if which == "self" and n_q <= 128 and not presenting():
     st.markdown(f"**Lines view** (layer {layer}, head {head}): each token on the left sends lines to the "

@@ -105,3 +105,29 @@ def test_presentation_mode_hides_exports():
     assert not at.exception and at.session_state["present"] is True
     labels = [b.label for b in at.get("download_button")]
     assert "CSV" not in labels
+
+
+def test_text_view_shades_the_focus_row_and_column(minilm):
+    """The shaded text carries the focus token's row (what it attends to) and column (who attends
+    to it) of the chosen head, and follows the token and head widgets."""
+    import re
+
+    import numpy as np
+
+    from attnviz.extract import extract
+    from tests.app.apptest import open_page
+
+    def weights(at):
+        return [np.array([float(w) for w in re.findall(r'data-weight="([^"]+)"', h.proto.body)]) for h in at.get("html")]
+
+    at = open_page("pages/heatmap.py")
+    r = extract(minilm, at.session_state["text"])
+    row, col = weights(at)
+    np.testing.assert_allclose(row, r.attention[0, 0, 1], atol=1e-6)  # default: layer 0, head 0, token 1
+    np.testing.assert_allclose(col, r.attention[0, 0, :, 1], atol=1e-6)
+    at.selectbox(key="hm_focus").set_value(4).run()
+    at.session_state["layer"], at.session_state["head"] = 2, 5
+    at.run()
+    row, col = weights(at)
+    np.testing.assert_allclose(row, r.attention[2, 5, 4], atol=1e-6)
+    np.testing.assert_allclose(col, r.attention[2, 5, :, 4], atol=1e-6)

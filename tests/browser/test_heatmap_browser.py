@@ -54,3 +54,22 @@ def test_long_text_renders_512_tokens(page, app_server):
     z = _head_z(page)
     assert z.shape == (512, 512)
     np.testing.assert_allclose(z.sum(axis=1), 1.0, atol=1e-3)
+
+
+def test_text_view_follows_the_focus_token(page, app_server, minilm):
+    from attnviz.extract import extract
+
+    _open(page, app_server)
+    r = extract(minilm, "The cat sat on the mat because it was tired.")
+
+    def shown():
+        box = page.locator(".attnviz-text").first
+        box.scroll_into_view_if_needed()
+        return np.array([float(w) for w in box.locator("span").evaluate_all(
+            "els => els.map(e => e.dataset.weight)")])
+
+    np.testing.assert_allclose(shown(), r.attention[0, 0, 1], atol=1e-5)
+    choose(page, "Token", "4: on")
+    np.testing.assert_allclose(shown(), r.attention[0, 0, 4], atol=1e-5)
+    title = page.locator(".attnviz-text").first.locator("span").nth(4).get_attribute("title")
+    assert title == f"on (4): weight {r.attention[0, 0, 4, 4]:.4f}"
