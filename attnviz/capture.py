@@ -47,10 +47,21 @@ def register_attention(name: str, fn) -> None:
     under the same name: without one, transformers 5 builds no attention mask at all for a new
     name (a causal model would then see later tokens, padding would count)."""
     from transformers import AttentionInterface
-    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, eager_mask
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS
 
     AttentionInterface.register(name, fn)
-    ALL_MASK_ATTENTION_FUNCTIONS.register(name, eager_mask)
+    ALL_MASK_ATTENTION_FUNCTIONS.register(name, _mask)
+
+
+def _mask(*, mask_function, attention_mask=None, **kwargs):
+    """eager's mask, with a quick exit for the common case: a bidirectional model and no padding
+    needs no mask at all (eager_mask would reach the same None after ~65 us of checks, 1-2% of a
+    16-token forward)."""
+    from transformers.masking_utils import bidirectional_mask_function, eager_mask
+
+    if mask_function is bidirectional_mask_function and (attention_mask is None or bool(attention_mask.all())):
+        return None
+    return eager_mask(mask_function=mask_function, attention_mask=attention_mask, **kwargs)
 
 
 def supported(model) -> bool:
