@@ -16,10 +16,12 @@ st.markdown(
 st.markdown("**Start here:** type a sentence in the sidebar, then open a page.")
 
 LINKS = [
-    ("Inspect", [("pages/heatmap.py", "Attention heatmap", "every head as a thumbnail, one head in detail, one token across heads")]),
+    ("Inspect", [("pages/heatmap.py", "Attention heatmap", "every head as a thumbnail, one head in detail, one token "
+                                                           "across heads, the text shaded by attention"),
+                 ("pages/query_key.py", "Query · key", "one attention row rebuilt from the query and key vectors")]),
     ("Analyse", [("pages/entropy.py", "Entropy", "which heads are focused and which are broad"),
-                 ("pages/rollout.py", "Rollout", "which input tokens feed each output token"),
-                 ("pages/head_roles.py", "Head roles", "what each head does"),
+                 ("pages/rollout.py", "Rollout", "which input tokens feed each output token (rollout and flow)"),
+                 ("pages/head_roles.py", "Head roles", "what each head does, induction heads included"),
                  ("pages/ablation.py", "Ablation", "switch heads off and measure the effect"),
                  ("pages/compare.py", "Compare", "two sentences or two models side by side")]),
     ("Learn", [("pages/lab_steps.py", "Scaled dot-product", "the computation step by step"),
