@@ -1,8 +1,10 @@
 """Head roles page: what kind of pattern each head follows, scored per head."""
 import numpy as np
+import pandas as pd
 import streamlit as st
 
 from attnviz.metrics.roles import ROLE_KEYS, ROLES, strongest_role, top_heads
+from attnviz.metrics.top_pairs import offset_counts, top_pairs
 from attnviz.plots_analytics import head_grid, role_map
 from attnviz.ui import analytics_widgets as aw
 from attnviz.ui.sidebar import require_result
@@ -109,6 +111,40 @@ else:
                    "there. Click a head to open it on the heatmap page **with the first random sequence as the "
                    "text** (the sidebar's text is replaced), where the pattern shows as a stripe parallel to the "
                    "diagonal.")
+
+st.subheader("One head across the example sentences")
+st.markdown(
+    "A role score is an average. To see what a head does, read its **strongest pairs**: the largest "
+    "query → key weights of that head over all the example sentences, each in its context (the query in "
+    "«», the key in [[ ]]). Special tokens are left out by default: in BERT they would take most places.")
+if trained:
+    st.info("This reads the example sentences, so it needs a HuggingFace model: pick one in the sidebar.")
+else:
+    p_layer, p_head = aw.head_selectors("hr_pairs", result.n_layers, result.n_heads)
+    t1, t2, t3 = st.columns([1, 1, 1])
+    st.session_state.setdefault("hr_pairs_special", True)
+    skip_special = t1.toggle("Leave out special tokens", key="hr_pairs_special")
+    skip_self = t2.toggle("Leave out a token attending to itself", key="hr_pairs_self")
+    k = t3.select_slider("Pairs", [10, 20, 50, 100], value=20, key="hr_pairs_k")
+    results = aw.corpus_results(key)
+    pairs = top_pairs([(r.attention[p_layer, p_head], r.tokens, r.special_mask) for r in results], k,
+                      skip_special=skip_special, skip_self=skip_self)
+    if not pairs:
+        st.info("No pairs left: include special tokens or self-attention.")
+    else:
+        offsets = offset_counts(pairs)
+        top_offset, top_count = next(iter(offsets.items()))
+        named = {-1: "the previous token", 0: "itself", 1: "the next token"}.get(top_offset,
+                                                                                  f"{top_offset:+d} positions away")
+        st.markdown(f"Layer {p_layer}, head {p_head}: **{top_count} of {len(pairs)}** strongest pairs have the key at "
+                    f"**{named}** (offset {top_offset:+d}).")
+        st.dataframe(pd.DataFrame({
+            "weight": [round(p.weight, 4) for p in pairs], "query": [p.query_token for p in pairs],
+            "key": [p.key_token for p in pairs], "offset": [p.key - p.query for p in pairs],
+            "in context": [p.context for p in pairs], "sentence": [p.sentence + 1 for p in pairs]}),
+            hide_index=True, width="stretch")
+        st.caption("offset = key position − query position; sentence = the sentence's place in the sidebar's "
+                   "Example list (1 = the first). Word pieces keep their ## mark.")
 
 st.subheader("Definitions")
 st.markdown("\n".join(f"- **{label}**: {text}." for label, text in ROLES.values()))

@@ -212,3 +212,8 @@ def induction_of_model(key: str, n_words: int, n_sequences: int) -> dict | None:
         bar.empty()
     return {"text": runs[0]["text"],
             **{k: np.mean([r[k] for r in runs], axis=0) for k in ("induction", "duplicate")}}
+
+
+def corpus_results(key: str) -> list:
+    """AttentionResults of the example sentences for the model `key` (cached one by one)."""
+    return [get_result(key, a, b, None) for a, b in examples()]

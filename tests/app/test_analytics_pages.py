@@ -119,6 +119,27 @@ def test_head_roles_induction_scores(minilm):
     np.testing.assert_allclose(decode(app_figures(at)[1]["data"][0]["z"]), by_hand_ind[0], atol=1e-5)
 
 
+def test_head_roles_strongest_pairs_across_examples(minilm):
+    """The table's first weight is the largest non-special weight of the head over every example
+    sentence (found here by brute force), and the previous-token head L0 H2 is read as offset -1."""
+    from attnviz.examples import examples
+    from attnviz.extract import extract
+
+    at = _open("pages/head_roles.py", hr_pairs_layer=0, hr_pairs_head=2)
+    table = at.dataframe[-2].value if len(at.dataframe) > 1 else at.dataframe[0].value
+    best = 0.0
+    for a, b in examples():
+        r = extract(minilm, a, b)
+        keep = ~np.asarray(r.special_mask)
+        best = max(best, float(r.attention[0, 2][np.ix_(keep, keep)].max()))
+    assert table["weight"].iloc[0] == pytest.approx(best, abs=1e-4)
+    assert len(table) == 20 and (table["offset"] == -1).sum() >= 15
+    assert "(offset -1)" in " ".join(m.value for m in at.markdown)
+    at.toggle(key="hr_pairs_special").set_value(False).run()
+    with_special = at.dataframe[-2].value if len(at.dataframe) > 1 else at.dataframe[0].value
+    assert with_special["weight"].iloc[0] >= table["weight"].iloc[0]
+
+
 def test_ablation_page_effect_and_bad_input():
     at = _open("pages/ablation.py", ablated_heads={(0, 2)})
     assert not at.warning
