@@ -88,7 +88,7 @@ def role_scores(attention: np.ndarray, tokens, special_mask, *, causal: bool = F
 
 
 class RoleReader:
-    """Reads every role score except 'broad' from one head's (n, n) matrix; built once per input."""
+    """Reads every role score except 'broad' from a layer's (head, n, n) matrices; built once per input."""
 
     def __init__(self, tokens, special_mask, *, causal: bool = False):
         n = len(tokens)
@@ -105,7 +105,7 @@ class RoleReader:
 
     def layer(self, ms: np.ndarray) -> np.ndarray:
         """float32 (role, head) scores of every head of one layer at once; ms: (head, query, key).
-        The same numbers as head() on each (query, key) matrix: a mean over queries of the weight
+        The plain per-row definitions, vectorised (tests compare them): a mean over queries of the weight
         summed over a set of key columns is the sum over those columns of the column means, so one
         weighted column mean per head (a matrix-vector product) serves every column role."""
         out = np.full((len(ROLE_KEYS), ms.shape[0]), np.nan, dtype=np.float32)
@@ -118,21 +118,6 @@ class RoleReader:
             out[self.idx["prev"]] = ms[:, self.qp, self.qp - 1].mean(axis=1)
         if self.qn.size:
             out[self.idx["next"]] = ms[:, self.qn, self.qn + 1].mean(axis=1)
-        return out
-
-    def head(self, m: np.ndarray) -> np.ndarray:
-        """float32 (role,) scores of one head (nan for undefined roles and 'broad'), row by row:
-        the plain definitions, which layer() must match."""
-        out = np.full(len(ROLE_KEYS), np.nan, dtype=np.float32)
-        rows = m[self.q]  # (valid query, key)
-        out[self.idx["first"]] = rows[:, 0].mean()
-        for i, cols in self.col_groups:
-            out[i] = rows[:, cols].sum(axis=1).mean()
-        out[self.idx["self"]] = m[self.q, self.q].mean()
-        if self.qp.size:
-            out[self.idx["prev"]] = m[self.qp, self.qp - 1].mean()
-        if self.qn.size:
-            out[self.idx["next"]] = m[self.qn, self.qn + 1].mean()
         return out
 
 

@@ -115,6 +115,22 @@ def test_real_model_has_a_previous_token_head(minilm):
     assert s["prev"].max() > 0.8  # MiniLM layer 0 has a strong previous-token head
 
 
+def _head_by_rows(reader, m):
+    """The plain definitions on one head's (query, key) matrix, row by row: the reference that
+    RoleReader.layer's vectorised column means must match."""
+    out = np.full(len(ROLE_KEYS), np.nan, dtype=np.float32)
+    rows = m[reader.q]  # (valid query, key)
+    out[ROLE_KEYS.index("first")] = rows[:, 0].mean()
+    for i, cols in reader.col_groups:
+        out[i] = rows[:, cols].sum(axis=1).mean()
+    out[ROLE_KEYS.index("self")] = m[reader.q, reader.q].mean()
+    if reader.qp.size:
+        out[ROLE_KEYS.index("prev")] = m[reader.qp, reader.qp - 1].mean()
+    if reader.qn.size:
+        out[ROLE_KEYS.index("next")] = m[reader.qn, reader.qn + 1].mean()
+    return out
+
+
 @pytest.mark.parametrize("causal", [False, True])
 def test_layer_scores_equal_head_by_head_scores(minilm, causal):
     """RoleReader.layer (vectorised over heads) gives head()'s numbers for every head."""
@@ -125,7 +141,7 @@ def test_layer_scores_equal_head_by_head_scores(minilm, causal):
     reader = RoleReader(r.tokens, r.special_mask, causal=causal)
     for layer in range(r.n_layers):
         together = reader.layer(r.attention[layer])
-        one_by_one = np.stack([reader.head(r.attention[layer, h]) for h in range(r.n_heads)], axis=1)
+        one_by_one = np.stack([_head_by_rows(reader, r.attention[layer, h]) for h in range(r.n_heads)], axis=1)
         np.testing.assert_allclose(together, one_by_one, rtol=1e-5, atol=1e-7, equal_nan=True)
 
 
@@ -141,7 +157,7 @@ def test_layer_scores_skip_padding_rows_like_head_by_head():
     ms /= ms.sum(axis=-1, keepdims=True)
     reader = RoleReader(tokens, special)
     together = reader.layer(ms)
-    one_by_one = np.stack([reader.head(m) for m in ms], axis=1)
+    one_by_one = np.stack([_head_by_rows(reader, m) for m in ms], axis=1)
     np.testing.assert_allclose(together, one_by_one, rtol=1e-5, atol=1e-7, equal_nan=True)
     # by hand for head 0: first = mean of column 0 over rows 0..5; punct = columns 2 and 4
     assert together[ROLE_KEYS.index("first"), 0] == pytest.approx(ms[0, :6, 0].mean(), rel=1e-5)
