@@ -9,7 +9,7 @@ from attnviz.ui import analytics_widgets as aw
 from attnviz.ui.cache import get_model
 from attnviz.ui.sidebar import require_result
 from attnviz.ui.figure import show_figure
-from attnviz.ui.share import page_intro
+from attnviz.ui.share import bind, from_link, page_intro
 from attnviz.ui.share import stop as stop_page
 from attnviz.ui.shell import ensure_app_shell
 
@@ -27,30 +27,32 @@ result = require_result()
 aw.require_hf_model("Ablation")
 key, text, pair = aw.sidebar_inputs()
 n_layers, n_heads = result.n_layers, result.n_heads
-ablated = aw.ablated_heads()
-
 names = {(l, h): f"L{l} H{h}" for l in range(n_layers) for h in range(n_heads)}
-current = sorted(hd for hd in ablated if hd in names)
+back = {v: k for k, v in names.items()}
+bind({"ab_heads": list})  # the link carries the heads; the session keeps them per model
+linked = from_link("ab_heads")
+if linked is not None:
+    aw.set_ablated_heads(back[v] for v in linked if v in back)
+current = sorted(hd for hd in aw.ablated_heads() if hd in names)
 st.session_state["ab_heads"] = [names[hd] for hd in current]
 
 
 def _sync():
-    back = {v: k for k, v in names.items()}
-    st.session_state["ablated_heads"] = {back[v] for v in st.session_state["ab_heads"] if v in back}
+    aw.set_ablated_heads(back[v] for v in st.session_state["ab_heads"] if v in back)
 
 
 def _add_layer():
     layer = st.session_state.get("ab_layer_pick")
     if layer is not None:
-        st.session_state["ablated_heads"] = set(aw.ablated_heads()) | {(layer, h) for h in range(n_heads)}
+        aw.set_ablated_heads(aw.ablated_heads() | {(layer, h) for h in range(n_heads)})
 
 
 def _clear():
-    st.session_state["ablated_heads"] = set()
+    aw.set_ablated_heads(())
 
 
 c1, c2, c3 = st.columns([4, 2, 1])
-c1.multiselect("Heads to switch off", list(names.values()), key="ab_heads", on_change=_sync, bind="query-params",
+c1.multiselect("Heads to switch off", list(names.values()), key="ab_heads", on_change=_sync,
                placeholder="Choose heads, e.g. L0 H3", help="Layer L, head H, counted from 0. The choice is "
                "shared with the other pages, which mark these heads.")
 with c2:

@@ -6,6 +6,7 @@ from attnviz.errors import BadInput
 from attnviz.plots import PALETTES, focus_figure, heatmap_figure, lines_figure
 from attnviz.raster import GridLayout, default_thumb, grid_figure, grid_png
 from attnviz.export import result_npz
+from attnviz.ui.analytics_widgets import ablated_heads
 from attnviz.ui.figure import show_figure
 from attnviz.ui.heads import consume_selection, head_picker
 from attnviz.ui.share import bind, presenting
@@ -46,7 +47,7 @@ n_layers, n_heads = attention.shape[:2]
 clicked = consume_selection("hm_grid")
 if clicked:
     st.session_state["layer"], st.session_state["head"] = clicked
-ablated = {tuple(x) for x in st.session_state.get("ablated_heads", set())}
+ablated = ablated_heads()
 
 st.session_state.setdefault("hm_renorm", True)
 with st.expander("Display options", expanded=False) if not presenting() else st.container(height=1, border=False):
@@ -88,7 +89,8 @@ with grid_text:
 with grid_col:
     layout = GridLayout(n_layers, n_heads, default_thumb(n_layers, n_heads, attention.shape[2]), 2)
     png = grid_png(attention, layout, palette, selected=(layer, head), ablated=ablated)
-    show_figure(grid_figure(png, layout, ablated=ablated), key="hm_grid", name="all-heads", on_select="rerun",
+    show_figure(grid_figure(png, layout, ablated=ablated, attention=attention, tokens=q_tokens, key_tokens=k_tokens),
+                key="hm_grid", name="all-heads", on_select="rerun",
                 selection_mode="points", exports=False)
 
 # --- one head ---------------------------------------------------------------------------
@@ -105,7 +107,8 @@ fig_col, info_col = st.columns([3, 1])
 with fig_col:
     show_figure(
         heatmap_figure(view.values, q_tokens, k_tokens, rows=view.rows, cols=view.cols,
-                       zmin=zmin, zmax=zmax, colorscale=palette, log_floor=log_floor),
+                       zmin=zmin, zmax=zmax, colorscale=palette, log_floor=log_floor,
+                       causal=which == "decoder" or (which == "self" and facts.causal)),
         key="hm_heatmap", name=f"attention-layer{layer}-head{head}")
 with info_col:
     full = attention[layer, head]
@@ -127,7 +130,7 @@ with info_col:
                                      if scale == "clip" else "spaced by log10 of the weight, so small weights get "
                                      "distinct colours") + "; hover and exports show the exact weight.")
     if attention.shape[2] > 160:
-        st.caption("Long input: hover shows row/column positions; the axes label every few tokens.")
+        st.caption("Long input: the axes label every few tokens; hover names every token.")
 
 # --- token focus ------------------------------------------------------------------------
 st.subheader("Token focus")

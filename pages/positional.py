@@ -9,6 +9,7 @@ from attnviz import positional as pe
 from attnviz.errors import AttnvizError, BadInput
 from attnviz.positional import plots
 from attnviz.ui.positional_widgets import explain, show
+from attnviz.ui.share import bind
 from attnviz.ui.shell import ensure_app_shell
 
 ensure_app_shell()
@@ -20,17 +21,25 @@ st.title("Positional encodings")
 st.caption("Attention by itself ignores word order. Each tab shows one way of giving it positions; "
            "the Learned tab reads them from the model chosen in the sidebar.")
 
-# bind="query-params": each tab has its own link (?pe_tab=RoPE) and only the open tab runs.
-tabs = st.tabs(TABS, key="pe_tab", bind="query-params")
+# Each tab's main settings go in the link (?pe_tab=RoPE&pe_rope_m=7); only the open tab runs.
+DEFAULTS = {"pe_maxlen": 128, "pe_dmodel": 128, "pe_base": 10000.0, "pe_rope_d": 64, "pe_rope_base": 10000.0,
+            "pe_rope_m": 3, "pe_alibi_heads": 8, "pe_alibi_len": 16, "pe_alibi_causal": True,
+            "pe_eq_text": "the dog bites the man"}
+bind({"pe_tab": str, **{k: type(v) for k, v in DEFAULTS.items()}, "pe_eq_scheme": str})
+for key, value in DEFAULTS.items():
+    st.session_state.setdefault(key, value)
+if st.session_state.get("pe_tab") not in TABS:
+    st.session_state["pe_tab"] = TABS[0]
+tabs = st.tabs(TABS, key="pe_tab", on_change="rerun")
 
 
 # ---------------------------------------------------------------- Sinusoidal
 def sinusoidal_tab():
     c1, c2, c3 = st.columns(3)
-    max_len = c1.number_input("Maximum length (positions)", 1, pe.MAX_LENGTH, 128, key="pe_maxlen", bind="query-params")
-    d_model = c2.number_input("d_model", 2, pe.MAX_DIM, 128, step=2, key="pe_dmodel", bind="query-params",
+    max_len = c1.number_input("Maximum length (positions)", 1, pe.MAX_LENGTH, key="pe_maxlen")
+    d_model = c2.number_input("d_model", 2, pe.MAX_DIM, step=2, key="pe_dmodel",
                               help="Must be even: the dimensions come in (sin, cos) pairs.")
-    base = c3.number_input("Base", 2.0, 1e7, 10000.0, step=1000.0, format="%.0f", key="pe_base", bind="query-params",
+    base = c3.number_input("Base", 2.0, 1e7, step=1000.0, format="%.0f", key="pe_base",
                            help="10000 in the original Transformer. A larger base gives slower waves.")
     try:
         with st.spinner("Building the table…"):
@@ -205,10 +214,10 @@ def _relative_errors(d_head: int, base: float) -> dict:
 
 def rope_tab():
     c1, c2, c3 = st.columns(3)
-    d_head = c1.number_input("d_head", 2, 512, 64, step=2, key="pe_rope_d", bind="query-params", help="Must be even: RoPE rotates pairs.")
-    base = c2.number_input("Base θ", 2.0, 1e7, 10000.0, step=1000.0, format="%.0f", key="pe_rope_base",
+    d_head = c1.number_input("d_head", 2, 512, step=2, key="pe_rope_d", help="Must be even: RoPE rotates pairs.")
+    base = c2.number_input("Base θ", 2.0, 1e7, step=1000.0, format="%.0f", key="pe_rope_base",
                            help="10000 in the RoPE paper; SmolLM2 uses 100000.")
-    m = c3.slider("Position m", 0, 200, 3, key="pe_rope_m", bind="query-params")
+    m = c3.slider("Position m", 0, 200, key="pe_rope_m")
     try:
         thetas = pe.rope_frequencies(int(d_head), float(base))
     except BadInput as e:
@@ -314,9 +323,9 @@ where a query has fewer neighbours to share its attention with. Try base 100 for
 # ---------------------------------------------------------------- ALiBi
 def alibi_tab():
     c1, c2, c3 = st.columns(3)
-    n_heads = c1.number_input("Heads", 1, 64, 8, key="pe_alibi_heads", bind="query-params")
-    seq_len = c2.slider("Sequence length", 2, 64, 16, key="pe_alibi_len", bind="query-params")
-    causal = c3.toggle("Causal (decoder)", True, key="pe_alibi_causal", bind="query-params",
+    n_heads = c1.number_input("Heads", 1, 64, key="pe_alibi_heads")
+    seq_len = c2.slider("Sequence length", 2, 64, key="pe_alibi_len")
+    causal = c3.toggle("Causal (decoder)", key="pe_alibi_causal",
                        help="ALiBi was made for decoders: keys after the query are masked.")
     try:
         slopes = pe.alibi_slopes(int(n_heads))
@@ -381,8 +390,8 @@ SCHEME_LABELS = {"none": "no positions", "sinusoidal": "sinusoidal PE added", "r
 def why_tab():
     st.session_state.setdefault("pe_eq_seed", 0)
     c1, c2, c3 = st.columns([3, 3, 1.3])
-    text = c1.text_input("Sentence", "the dog bites the man", key="pe_eq_text", bind="query-params", max_chars=400)
-    scheme = c2.radio("Positions in the layer", list(SCHEME_LABELS), format_func=SCHEME_LABELS.get, key="pe_eq_scheme", bind="query-params",
+    text = c1.text_input("Sentence", key="pe_eq_text", max_chars=400)
+    scheme = c2.radio("Positions in the layer", list(SCHEME_LABELS), format_func=SCHEME_LABELS.get, key="pe_eq_scheme",
                       horizontal=True)
     c3.write("")
     if c3.button("Shuffle again", key="pe_eq_shuffle"):
@@ -435,7 +444,7 @@ ALiBi's slopes are consecutive powers of two (2^−1, 2^−2, 2^−3, … for 8 
 
 RENDER = [sinusoidal_tab, learned_tab, rope_tab, alibi_tab, why_tab, comparison_tab]
 for tab, render in zip(tabs, RENDER):
-    if tab.open is False:  # bound tabs track state: only the open one runs
+    if tab.open is False:  # tabs with on_change="rerun" track state: only the open one runs
         continue
     with tab:
         render()

@@ -3,7 +3,7 @@ import streamlit as st
 
 from attnviz.errors import AttnvizError
 from attnviz.ui import training_widgets as tw
-from attnviz.ui.share import page_intro
+from attnviz.ui.share import bind, page_intro
 from attnviz.ui.shell import ensure_app_shell
 
 # Once per session: under AppTest the guard's rerun would fire on every run and swallow clicks.
@@ -20,8 +20,10 @@ page_intro("Training evolution",
 )
 
 SOURCES = ["Toy task", "Fine-tune BERT", "Checkpoint series", "Run file"]
-st.session_state.setdefault("tr_source", SOURCES[0])
-source = st.segmented_control("What to watch", SOURCES, key="tr_source", bind="query-params",
+bind({"tr_source": str})
+if st.session_state.get("tr_source") not in SOURCES:
+    st.session_state["tr_source"] = SOURCES[0]
+source = st.segmented_control("What to watch", SOURCES, key="tr_source",
                               help="Toy task: train a small transformer here. Fine-tune BERT: adapt the packaged "
                                    "MiniLM. Checkpoint series: saved models loaded in turn. Run file: open a saved run.")
 source = source or SOURCES[0]

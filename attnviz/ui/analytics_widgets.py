@@ -53,13 +53,20 @@ def require_hf_model(what: str) -> None:
         stop_page()
 
 
+ABLATED = "ablated_by_model"  # session key: {model key: set of ablated (layer, head)}
+
+
 def ablated_heads() -> set:
-    """The shared set of ablated (layer, head) pairs (session state "ablated_heads")."""
-    heads = st.session_state.setdefault("ablated_heads", set())
-    if not isinstance(heads, set):
-        heads = set(heads)
-        st.session_state["ablated_heads"] = heads
-    return heads
+    """The ablated (layer, head) pairs of the sidebar's model (a copy). Each model keeps its own:
+    heads switched off on one model are not switched off on another."""
+    return set(st.session_state.get(ABLATED, {}).get(model_key(), set()))
+
+
+def set_ablated_heads(heads) -> None:
+    """Make `heads` the ablated (layer, head) pairs of the sidebar's model."""
+    store = dict(st.session_state.get(ABLATED, {}))
+    store[model_key()] = {(int(l), int(h)) for l, h in heads}
+    st.session_state[ABLATED] = store
 
 
 def current_head(n_layers: int, n_heads: int) -> tuple[int, int]:

@@ -16,9 +16,17 @@ _PAGE_KEYS = "_share_page_keys"
 _RESTORED = "_share_restored"
 _FROM_LINK = "_share_from_link"  # keys given a value from the link, not yet accepted by a widget
 _LINK_RESET = "_share_link_reset"  # set when a link's values were dropped, for a message next run
+# The last value of every shared widget key. Streamlit drops the state of every widget when a
+# script switches page (st.switch_page sends no widget states), and of a page's widgets when
+# another page runs: the model, the text and each page's settings are revived from here.
+_KEPT = "_share_kept"
+_ALL_KEYS = "_share_all_keys"  # every key ever bound in this session (key -> type)
+_REVIVED = "_share_revived"  # keys revived in this run, dropped again if a widget refuses them
 
 
 def _parse(raw: str, kind: type):
+    if kind is list:  # a multiselect's choices, comma-separated
+        return [part for part in raw.split(",") if part]
     if kind is bool:
         return raw.lower() in ("1", "true", "yes", "on")
     if kind is int:
@@ -31,6 +39,8 @@ def _parse(raw: str, kind: type):
 def _encode(value) -> str:
     if isinstance(value, bool):
         return "1" if value else "0"
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
     return str(value)
 
 
@@ -49,13 +59,40 @@ def _restore(keys: dict[str, type]) -> None:
                 pass  # a hand-edited link with a bad value keeps the default
 
 
+def _revive(keys) -> None:
+    """Give back the last value of each shared key whose widget state Streamlit dropped."""
+    kept = st.session_state.get(_KEPT, {})
+    for key in keys:
+        if key not in st.session_state and key in kept:
+            st.session_state[key] = kept[key]
+            st.session_state.setdefault(_REVIVED, set()).add(key)
+
+
+def keep_values() -> None:
+    """Called at the end of every run: remember the value of every shared key."""
+    kept = st.session_state.setdefault(_KEPT, {})
+    for key in {**GLOBAL_KEYS, **st.session_state.get(_ALL_KEYS, {})}:
+        if key in st.session_state:
+            kept[key] = st.session_state[key]
+
+
+def forget(*keys: str) -> None:
+    """Drop shared keys for good (their widgets start from their defaults next time)."""
+    kept = st.session_state.get(_KEPT, {})
+    for key in keys:
+        kept.pop(key, None)
+        st.session_state.pop(key, None)
+
+
 def start_run() -> None:
     """Called by app.py before the sidebar: restore the shared keys, forget last run's page keys."""
     from attnviz.ui.figure import reset_counter
 
     st.session_state[_PAGE_KEYS] = {}
+    st.session_state[_REVIVED] = set()
     reset_counter()
     _restore(GLOBAL_KEYS)
+    _revive(GLOBAL_KEYS)
     dropped = st.session_state.pop(_LINK_RESET, None)
     if dropped:
         st.toast("Some settings in the link were out of range, so this view uses the defaults for: "
@@ -72,19 +109,30 @@ def reject_link_values() -> bool:
     range): forget every value taken from the link in this run, so the rerun uses the defaults.
     Returns False when no link value was involved (the error is something else)."""
     keys = st.session_state.pop(_FROM_LINK, set())
-    for key in keys:
-        st.session_state.pop(key, None)
+    revived = st.session_state.pop(_REVIVED, set())
+    for key in keys | revived:
+        forget(key)
         if key in st.query_params:
             del st.query_params[key]
     if keys:
         st.session_state[_LINK_RESET] = sorted(keys)
-    return bool(keys)
+    return bool(keys or revived)
+
+
+def from_link(key: str):
+    """The value the link gave `key` in this run (the first run of a session opened from a link),
+    else None. For settings a page keeps outside its widget (say, per model)."""
+    if key in st.session_state.get(_FROM_LINK, set()):
+        return st.session_state.get(key)
+    return None
 
 
 def bind(keys: dict[str, type]) -> None:
     """A page's main settings (widget keys -> type) that go into the URL. Call before the widgets."""
     _restore(keys)
+    _revive(keys)
     st.session_state.setdefault(_PAGE_KEYS, {}).update(keys)
+    st.session_state.setdefault(_ALL_KEYS, {}).update(keys)
 
 
 def current_params() -> dict[str, str]:
@@ -105,7 +153,11 @@ def current_params() -> dict[str, str]:
 
 
 def sync_url() -> None:
-    """Write the current view into the URL (only when it changed)."""
+    """Write the current view into the URL (only when it changed) and remember the shared values.
+
+    This is the one way settings reach the URL: no widget is bound to a query parameter
+    (Streamlit refuses any write to a bound parameter, and from_dict writes them all)."""
+    keep_values()
     params = current_params()
     # keep values meant for a page that has not run yet in this session (a link to page X
     # first opens the app's default page in some clients)

@@ -141,14 +141,34 @@ def test_head_roles_strongest_pairs_across_examples(minilm):
 
 
 def test_ablation_page_effect_and_bad_input():
-    at = _open("pages/ablation.py", ablated_heads={(0, 2)})
+    at = _open("pages/ablation.py", ablated_by_model={"minilm": {(0, 2)}})
     assert not at.warning
     assert len(at.metric) >= 1 and float(at.metric[0].value) > 0
     line = decode(_fig(at, 0)["data"][0]["y"])
     assert line[0] == pytest.approx(0, abs=1e-6) and line[1:].min() > 0
-    at.session_state["ablated_heads"] = {(l, h) for l in range(6) for h in range(12)}
+    at.session_state["ablated_by_model"] = {"minilm": {(l, h) for l in range(6) for h in range(12)}}
     at.run()
     assert not at.exception and "every head" in _warnings(at)
+
+
+def test_ablated_heads_belong_to_their_model():
+    """Heads switched off on one model stay off for it, and are not switched off on another."""
+    at = _open("pages/ablation.py")
+    at.multiselect(key="ab_heads").set_value(["L1 H0"]).run()
+    assert at.session_state["ablated_by_model"] == {"minilm": {(1, 0)}}
+    at.session_state["model_choice"] = "other"
+    at.session_state["custom_model"] = "a-model-that-is-not-here"
+    at.run()
+    assert not at.exception
+    at.session_state["model_choice"] = "minilm"
+    at.run()
+    assert at.multiselect(key="ab_heads").value == ["L1 H0"]
+
+
+def test_ablation_link_restores_heads():
+    at = open_page("pages/ablation.py", query={"ab_heads": "L0 H2,L3 H5,L9 H9"}, text=TEXT)
+    assert at.multiselect(key="ab_heads").value == ["L0 H2", "L3 H5"]  # L9 H9 does not exist here
+    assert at.session_state["ablated_by_model"]["minilm"] == {(0, 2), (3, 5)}
 
 
 def test_compare_page_and_different_lengths():

@@ -1,4 +1,5 @@
 """Layering: the core never imports streamlit; pages never import torch or transformers."""
+import re
 import ast
 from pathlib import Path
 
@@ -38,3 +39,12 @@ def test_every_page_file_is_in_the_navigation():
     app = (ROOT / "app.py").read_text(encoding="utf-8")
     missing = [p.name for p in (ROOT / "pages").glob("*.py") if f'"pages/{p.name}"' not in app]
     assert missing == []
+
+
+def test_settings_reach_the_url_one_way():
+    """No widget is bound with Streamlit's bind="query-params": share.sync_url writes the whole URL,
+    and Streamlit refuses any write to a bound parameter (the Training and Ablation tracebacks)."""
+    files = list((ROOT / "pages").glob("*.py")) + list((ROOT / "attnviz").rglob("*.py")) + [ROOT / "app.py"]
+    bad = [str(p.relative_to(ROOT)) for p in files
+           if re.search(r"bind\s*=\s*[\"']query-params", p.read_text(encoding="utf-8"))]
+    assert bad == []
