@@ -8,7 +8,8 @@ from attnviz.lab import lookup as lk
 from attnviz.lab import worked_example as ex
 from attnviz.lab.figures import bars, lines, matrix_heatmap
 from attnviz.lab.matrix_text import format_number
-from attnviz.ui.lab_widgets import keep_choice, lab_header, lecture_nav, matrix_input, show_figure, stop_page
+from attnviz.ui.lab_widgets import (keep_choice, lab_header, lecture_nav, matrix_editor, reset_button, show_figure,
+                                    stop_page)
 from attnviz.ui.share import bind
 from attnviz.ui.shell import ensure_app_shell
 
@@ -39,31 +40,34 @@ with c2:
 T = st.session_state["temp_T"]
 if typed.strip():
     try:
-        T = float(typed)
-    except ValueError:
-        st.warning(f"'{typed}' is not a number; using the slider's T = {st.session_state['temp_T']}.")
-        T = st.session_state["temp_T"]
-if not T > 0:
-    st.warning(f"T must be greater than 0: T = {format_number(T)} would divide the scores by zero (or flip "
-               "their order). The limit T → 0 is the hard lookup; try T = 0.01 to see it.")
-    stop_page(PAGE)
+        T, note = lk.read_temperature(typed)
+        if note:
+            st.warning(note)
+    except BadInput as e:
+        st.warning(f"{e} Using the slider's T = {format_number(T, 3)} meanwhile.")
 
 st.subheader(f"The worked example at T = {format_number(T, 3)}")
+# The editors are drawn on every run (never skipped by an early stop), so the user's matrices are kept;
+# their messages go below the closed section, where they are seen.
 with st.expander("Edit Q, K, V (default: the worked example of page 1)"):
     e1, e2, e3 = st.columns(3)
     with e1:
-        q = matrix_input("Q", ex.Q, "temp_q")
+        q, q_err = matrix_editor("Q", ex.Q, "temp_q")
     with e2:
-        k = matrix_input("K", ex.K, "temp_k")
+        k, k_err = matrix_editor("K", ex.K, "temp_k")
     with e3:
-        v = matrix_input("V", ex.V, "temp_v")
+        v, v_err = matrix_editor("V", ex.V, "temp_v")
+    reset_button(["temp_q", "temp_k", "temp_v"], label="Reset Q, K, V to the worked example", key="temp_reset")
+for err in (q_err, k_err, v_err):
+    if err:
+        st.warning(f"{err} Open “Edit Q, K, V” above to fix it.")
 if q is None or k is None or v is None:
     stop_page(PAGE)
 try:
     s = attention_steps(q, k, v, temperature=T)
     s1 = attention_steps(q, k, v)
 except BadInput as e:
-    st.warning(str(e))
+    st.warning(f"{e} Open “Edit Q, K, V” above to fix it.")
     stop_page(PAGE)
 qs = [f"query {i + 1}" for i in range(q.shape[0])]
 ks = [f"key {j + 1}" for j in range(k.shape[0])]

@@ -47,6 +47,32 @@ def soft_lookup(query, keys=KEYS, values=VALUES, temperature: float = 1.0) -> Lo
                   hard_value=float(values[i]))
 
 
+T_MIN, T_MAX = 0.001, 1000.0  # typed temperatures are clamped into this range (the slider spans 0.01-10)
+
+
+def read_temperature(typed: str) -> tuple[float, str | None]:
+    """A typed temperature -> (T to use, a plain note when it was clamped, else None).
+
+    Raises BadInput for text that is not a number, for T <= 0 and for nan. Values outside
+    [T_MIN, T_MAX] (1e9, 1e-300, inf) are clamped, so the numbers and the page's log axis stay readable."""
+    text = (typed or "").strip()
+    shown = text if len(text) <= 40 else text[:40] + "…"
+    try:
+        t = float(text)
+    except ValueError:
+        raise BadInput(f"'{shown}' is not a number. Type a temperature such as 0.3 or 5.") from None
+    if not t > 0:  # also catches nan
+        raise BadInput(f"T must be greater than 0: T = {shown} would divide the scores by zero (or flip their "
+                       "order). The limit T → 0 is the hard lookup; try T = 0.01 to see it.")
+    if t > T_MAX:
+        return T_MAX, (f"T = {shown} is larger than {T_MAX:g}, the largest temperature this page uses, so it shows "
+                       f"T = {T_MAX:g} instead.")
+    if t < T_MIN:
+        return T_MIN, (f"T = {shown} is smaller than {T_MIN:g}, the smallest temperature this page uses, so it "
+                       f"shows T = {T_MIN:g} instead.")
+    return t, None
+
+
 def temperature_grid(lo: float = 0.01, hi: float = 10.0, per_decade: int = 10) -> list[float]:
     """Log-spaced temperatures from lo to hi with 2 significant digits (for a slider)."""
     n = int(round(np.log10(hi / lo) * per_decade)) + 1

@@ -45,19 +45,42 @@ def lecture_nav(page_file: str) -> None:
         right.page_link(present[i + 1][0], label=f"Next: {present[i + 1][1]} →")
 
 
+def _kept(key: str) -> str:
+    return f"_kept_{key}"
+
+
+def matrix_editor(label: str, default: np.ndarray, key: str, help: str | None = None,
+                  height: int | None = None) -> tuple[np.ndarray | None, str | None]:
+    """A text area holding a matrix (one row per line): (parsed matrix, None), or (None, the plain
+    message) for non-numeric, ragged or empty input; the caller decides where the message goes.
+
+    The typed text is also kept under a key of its own: Streamlit forgets a widget's value after a
+    run that did not draw it (a page stopped early by a bad setting), and the user's matrix must
+    survive that."""
+    if key not in st.session_state:
+        st.session_state[key] = st.session_state.get(_kept(key), format_matrix(default))
+    st.session_state[_kept(key)] = st.session_state[key]
+    n_lines = max(2, st.session_state[key].count("\n") + 1)
+
+    def _keep():
+        st.session_state[_kept(key)] = st.session_state[key]
+
+    st.text_area(label, key=key, height=height or min(260, 40 + 26 * n_lines), on_change=_keep,
+                 help=help or "One row per line; numbers separated by spaces or commas.")
+    try:
+        return parse_matrix(st.session_state[key], label.split(" ")[0]), None
+    except BadInput as e:
+        return None, str(e)
+
+
 def matrix_input(label: str, default: np.ndarray, key: str, help: str | None = None,
                  height: int | None = None) -> np.ndarray | None:
     """A text area holding a matrix (one row per line). Returns the parsed matrix, or None
-    after showing a plain warning for non-numeric, ragged or empty input."""
-    st.session_state.setdefault(key, format_matrix(default))
-    n_lines = max(2, st.session_state[key].count("\n") + 1)
-    st.text_area(label, key=key, height=height or min(260, 40 + 26 * n_lines),
-                 help=help or "One row per line; numbers separated by spaces or commas.")
-    try:
-        return parse_matrix(st.session_state[key], label.split(" ")[0])
-    except BadInput as e:
-        st.warning(str(e))
-        return None
+    after showing a plain warning (under the text area) for non-numeric, ragged or empty input."""
+    m, error = matrix_editor(label, default, key, help=help, height=height)
+    if error:
+        st.warning(error)
+    return m
 
 
 def reset_button(keys: list[str], label: str = "Reset to the example", key: str | None = None) -> None:
@@ -65,6 +88,7 @@ def reset_button(keys: list[str], label: str = "Reset to the example", key: str 
     def _reset():
         for k in keys:
             st.session_state.pop(k, None)
+            st.session_state.pop(_kept(k), None)
 
     st.button(label, on_click=_reset, key=key)
 

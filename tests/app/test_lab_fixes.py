@@ -1,0 +1,67 @@
+"""AppTest for the lab-page defects of issue 17: temperature, KV cache, quiz."""
+import base64
+import json
+import re
+
+import numpy as np
+import pytest
+
+from tests.app.apptest import open_page
+
+
+def _z(at, i):
+    """z of the first trace of the i-th plotly chart (plotly 7 sends arrays as typed base64)."""
+    z = json.loads(at.get("plotly_chart")[i].proto.spec)["data"][0]["z"]
+    if isinstance(z, dict):
+        shape = [int(n) for n in str(z["shape"]).split(",")]
+        z = np.frombuffer(base64.b64decode(z["bdata"]), dtype=np.dtype(z["dtype"])).reshape(shape)
+    return np.asarray(z, dtype=float)
+
+
+def _softmax_rows(s):
+    e = np.exp(s - s.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+Q = np.array([[1, 0, 1, 0], [0, 1, 0, 1], [1, 1, 0, 0]], float)  # the worked example
+K = np.array([[1, 1, 0, 0], [0, 0, 1, 1], [1, 0, 1, 0]], float)
+
+
+# ------------------------------------------------------------------------------ temperature
+@pytest.mark.parametrize("typed, used", [("1e9", 1000.0), ("inf", 1000.0), ("1e-300", 0.001)])
+def test_temperature_out_of_range_is_clamped_with_a_visible_warning(typed, used):
+    at = open_page("pages/lab_temperature.py")
+    at.text_input(key="temp_typed").set_value(typed).run()
+    assert not at.exception
+    warnings = [w.value for w in at.warning]
+    assert any(f"T = {typed}" in w and f"{used:g}" in w for w in warnings), warnings
+    assert len(at.get("plotly_chart")) == 4  # the page goes on, at the clamped T
+    np.testing.assert_allclose(_z(at, 0), _softmax_rows(Q @ K.T / (2 * used)), atol=1e-4)
+
+
+@pytest.mark.parametrize("typed, fragment", [("-1", "greater than 0"), ("nan", "greater than 0"),
+                                             ("abc", "not a number")])
+def test_temperature_refused_falls_back_to_the_slider_and_keeps_the_page(typed, fragment):
+    at = open_page("pages/lab_temperature.py")
+    at.select_slider(key="temp_T").set_value(2.0).run()
+    at.text_input(key="temp_typed").set_value(typed).run()
+    assert not at.exception
+    assert any(fragment in w.value and "slider's T = 2" in w.value for w in at.warning)
+    np.testing.assert_allclose(_z(at, 0), _softmax_rows(Q @ K.T / (2 * 2.0)), atol=1e-4)
+
+
+def test_temperature_matrix_warning_is_outside_the_collapsed_editor():
+    at = open_page("pages/lab_temperature.py")
+    at.text_area(key="temp_q").set_value("1 0 1\n0 1").run()
+    assert not at.exception
+    inside = [w.value for w in at.expander[0].warning] if at.expander else []
+    outside = [w.value for w in at.warning if w.value not in inside]
+    assert any("ragged" in w for w in outside), (inside, outside)
+
+
+def test_temperature_reset_restores_the_worked_example():
+    at = open_page("pages/lab_temperature.py")
+    at.text_area(key="temp_q").set_value("2 0 0 0\n0 1 0 1\n1 1 0 0").run()
+    assert not np.allclose(_z(at, 0), _softmax_rows(Q @ K.T / 2), atol=1e-4)
+    at.button(key="temp_reset").click().run()
+    np.testing.assert_allclose(_z(at, 0), _softmax_rows(Q @ K.T / 2), atol=1e-4)

@@ -1,0 +1,75 @@
+"""Chromium, issue 17: the user's lab matrices survive a bad temperature; messages are visible
+without opening a collapsed section."""
+import time
+
+import numpy as np
+import pytest
+
+from tests.browser.helpers import plot_z, wait_plot
+from tests.conftest import wait_for_app
+
+pytestmark = pytest.mark.browser
+
+K = np.array([[1, 1, 0, 0], [0, 0, 1, 1], [1, 0, 1, 0]], float)  # the worked example's keys
+
+
+def _softmax_rows(s):
+    e = np.exp(s - s.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def _type_t(page, value: str):
+    box = page.get_by_role("textbox", name="…or type T exactly")
+    box.scroll_into_view_if_needed()
+    box.fill(value)
+    box.press("Enter")
+    time.sleep(0.5)
+    wait_for_app(page)
+
+
+def _visible_warnings(page) -> list[str]:
+    alerts = page.locator('[data-testid="stAlert"]')
+    return [alerts.nth(i).inner_text() for i in range(alerts.count()) if alerts.nth(i).is_visible()]
+
+
+def test_temperature_keeps_the_users_matrices_through_bad_t(page, app_server):
+    page.goto(app_server.url + "/lab_temperature")
+    wait_for_app(page)
+    page.get_by_text("Attention returns (weighted lifespan)").wait_for()
+    page.get_by_text("Edit Q, K, V").first.click()
+    q_box = page.get_by_role("textbox", name="Q", exact=True)
+    q_box.wait_for()
+    mine = "2 0 1 0\n0 1 0 3\n1 1 1 0"
+    q_box.fill(mine)
+    q_box.press("Tab")  # a text area commits on blur
+    time.sleep(0.5)
+    wait_for_app(page)
+
+    for bad, fragment in (("-1", "greater than 0"), ("1e9", "1000"), ("abc", "not a number")):
+        _type_t(page, bad)
+        shown = _visible_warnings(page)
+        assert any(fragment in w for w in shown), (bad, shown)
+        assert page.locator('[data-testid="stException"]').count() == 0
+
+    _type_t(page, "2")
+    z = np.asarray(plot_z(page, wait_plot(page, title="Weights at T = 2")), dtype=float)
+    q = np.array([[2, 0, 1, 0], [0, 1, 0, 3], [1, 1, 1, 0]], float)
+    np.testing.assert_allclose(z, _softmax_rows(q @ K.T / (2 * 2)), atol=1e-4)  # still the user's Q
+    if not page.get_by_role("textbox", name="Q", exact=True).is_visible():
+        page.get_by_text("Edit Q, K, V").first.click()
+    assert page.get_by_role("textbox", name="Q", exact=True).input_value() == mine
+
+
+def test_temperature_bad_matrix_warning_is_visible_with_the_editor_closed(page, app_server):
+    page.goto(app_server.url + "/lab_temperature")
+    wait_for_app(page)
+    page.get_by_text("Attention returns (weighted lifespan)").wait_for()
+    page.get_by_text("Edit Q, K, V").first.click()
+    q_box = page.get_by_role("textbox", name="Q", exact=True)
+    q_box.fill("1 0 1\n0 1")
+    q_box.press("Tab")
+    time.sleep(0.5)
+    wait_for_app(page)
+    page.get_by_text("Edit Q, K, V").first.click()  # close it again
+    time.sleep(0.5)
+    assert any("ragged" in w for w in _visible_warnings(page))
