@@ -5,11 +5,13 @@ import csv
 import io
 import json
 import os
+import re
 import shutil
 
 import numpy as np
 
 from attnviz.errors import AttnvizError
+from attnviz.plots import NUMBERS_ATTR
 
 CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome")
 
@@ -28,8 +30,13 @@ def _labels(axis: dict, n: int) -> list[str]:
 def figure_csv(fig) -> str:
     """The numbers behind a plotly figure as CSV.
 
-    Heatmaps: one block per trace, a header row of column labels, then one row per y label.
-    Scatter/bar traces: columns trace, x, y. Images are skipped (their numbers are elsewhere)."""
+    A figure built with its exact numbers attached (attnviz.plots.attach_numbers: heatmaps of
+    attention, the grid of every head) exports those, with token labels. Otherwise heatmaps:
+    one block per trace, a header row of column labels, then one row per y label; scatter/bar
+    traces: columns trace, x, y. Images and invisible helper traces are skipped."""
+    numbers = getattr(fig, NUMBERS_ATTR, None)
+    if numbers is not None:
+        return numbers() if callable(numbers) else str(numbers)
     out = io.StringIO()
     w = csv.writer(out)
     layout = fig.layout.to_plotly_json() if hasattr(fig, "layout") else {}
@@ -48,6 +55,8 @@ def figure_csv(fig) -> str:
             for label, row in zip(rows, z):
                 w.writerow([label] + [f"{v:.6g}" for v in row])
         elif kind in ("scatter", "bar", "scattergl") and trace.y is not None and trace.x is not None:
+            if trace.hoverinfo == "skip" and all(x is None for x in trace.x):
+                continue  # a colour-bar carrier with no data
             w.writerow(["trace", "x", "y"])
             for x, y in zip(trace.x, trace.y):
                 if x is None or y is None:
@@ -56,9 +65,65 @@ def figure_csv(fig) -> str:
     return out.getvalue()
 
 
+def _text_width(text, size: float) -> float:
+    """Approximate rendered width in px of a tick label (Arial-like: ~0.62 em per character)."""
+    plain = re.sub(r"<[^>]+>", "", str(text))
+    return len(plain) * 0.62 * size
+
+
+def _axis_labels(axis) -> list[str]:
+    if axis.ticktext is not None:
+        return [str(t) for t in axis.ticktext]
+    if axis.tickvals is not None:
+        return [str(t) for t in axis.tickvals]
+    return ["0.0000"]  # automatic numeric ticks: about six characters
+
+
+def export_ready(fig):
+    """A copy of `fig` laid out for server-side export (kaleido) and standalone HTML.
+
+    The browser's Streamlit theme grows margins to fit long tick labels; a figure exported on the
+    server gets no such help (Streamlit's default plotly template leaves automargin off), so long
+    y labels are cut and x labels vanish. Here every axis gets automargin and the margins are set
+    from the label lengths, tick angles and title sizes; tick values and texts are kept as they are."""
+    import plotly.graph_objects as go
+
+    out = go.Figure(fig)
+    layout = out.layout
+    base = (layout.font.size if layout.font and layout.font.size else None) or 12
+    need = {"l": 0.0, "r": 0.0, "t": 0.0, "b": 0.0}
+    for name in [k for k in layout.to_plotly_json() if re.fullmatch(r"[xy]axis\d*", k)]:
+        axis = layout[name]
+        axis.automargin = True
+        if axis.visible is False or axis.showticklabels is False:
+            continue
+        size = (axis.tickfont.size if axis.tickfont and axis.tickfont.size else None) or base
+        title_size = (axis.title.font.size if axis.title and axis.title.font and axis.title.font.size else None) or base
+        title = title_size * 1.5 + 6 if (axis.title and axis.title.text) else 0
+        longest = max((_text_width(t, size) for t in _axis_labels(axis)), default=0.0)
+        if name.startswith("y"):
+            side = "r" if axis.side == "right" else "l"
+            need[side] = max(need[side], longest + size + title + 8)
+        else:
+            angle = abs(float(axis.tickangle)) if isinstance(axis.tickangle, (int, float)) else 0.0
+            if not angle and longest > 60 and len(_axis_labels(axis)) > 8:
+                angle = 90.0  # plotly turns crowded long labels upright
+            extent = longest * np.sin(np.radians(angle)) + size * (1.0 + np.cos(np.radians(angle)))
+            side = "t" if axis.side == "top" else "b"
+            need[side] = max(need[side], extent + title + 8)
+    if layout.title and layout.title.text:
+        title_size = (layout.title.font.size if layout.title.font and layout.title.font.size else None) or base * 1.4
+        need["t"] += title_size * 1.6 + 10
+    margin = {k: int(max(getattr(layout.margin, k) or 0, need[k], 10)) for k in need}
+    layout.margin.update(margin)
+    if layout.height:
+        layout.height = int(layout.height + max(0, need["b"] - 40) * 0.5)
+    return out
+
+
 def figure_html(fig) -> str:
     """A standalone HTML page of the figure that opens offline (plotly.js inlined, no CDN)."""
-    return fig.to_html(include_plotlyjs=True, full_html=True)
+    return export_ready(fig).to_html(include_plotlyjs=True, full_html=True)
 
 
 def chromium_path() -> str | None:
@@ -80,7 +145,7 @@ def figure_image(fig, fmt: str = "svg", scale: float = 2.0) -> bytes:
                            "`make test` installs it). The camera icon on each figure saves a PNG in the browser.")
     os.environ.setdefault("BROWSER_PATH", path)
     try:
-        return fig.to_image(format=fmt, scale=scale if fmt == "png" else 1)
+        return export_ready(fig).to_image(format=fmt, scale=scale if fmt == "png" else 1)
     except Exception as e:  # kaleido/Chromium failures become a plain message
         raise AttnvizError(f"The {fmt.upper()} export failed: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from e
 
@@ -109,7 +174,11 @@ def figures_zip(named_figures, fmt: str = "png", scale: float = 2.0) -> bytes:
     with tempfile.TemporaryDirectory() as tmp:
         paths = [os.path.join(tmp, f"{stem}.{fmt}") for stem in stems]
         try:
-            pio.write_images([fig for _, fig in named], paths, format=fmt, scale=scale if fmt == "png" else 1)
+            ready = [export_ready(fig) for _, fig in named]
+            # the batch writer ignores layout sizes (every image would be 700 x 500): pass them
+            pio.write_images(ready, paths, format=fmt, scale=scale if fmt == "png" else 1,
+                             width=[f.layout.width or None for f in ready],
+                             height=[f.layout.height or None for f in ready])
         except Exception as e:
             raise AttnvizError(f"The batch export failed: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from e
         buf = io.BytesIO()

@@ -79,9 +79,50 @@ def grid_png(attention: np.ndarray, layout: GridLayout, colorscale: str = "Virid
     return buf.getvalue()
 
 
-def grid_figure(png: bytes, layout: GridLayout, *, head_means=None, ablated=()) -> go.Figure:
+# Above this many numbers (layers x heads x query x key) the grid's CSV holds each head's
+# thumbnail (block means over token ranges, what the picture shows) instead of every weight.
+GRID_CSV_MAX_VALUES = 4_000_000
+
+
+def grid_csv(attention: np.ndarray, tokens, thumb: int, key_tokens=None) -> str:
+    """The numbers behind the grid as CSV: for every layer and head a block with a header row of
+    key labels ("position:token") and one row per query. attention: (layer, head, query, key).
+    Very long inputs give each head's thumbnail instead (labels are position ranges)."""
+    import csv
+
+    a = np.asarray(attention)
+    n_layers, n_heads, n_q, n_k = a.shape
+    out = io.StringIO()
+    w = csv.writer(out)
+    full = a.size <= GRID_CSV_MAX_VALUES
+    if full:
+        q_labels = [f"{i}:{tokens[i]}" for i in range(n_q)]
+        k_labels = [f"{j}:{(tokens if key_tokens is None else key_tokens)[j]}" for j in range(n_k)]
+    else:
+        w.writerow([f"# {n_q} tokens: each head's {thumb} x {thumb} thumbnail (block means over token "
+                    "ranges, as drawn); every weight is in the heatmap's CSV and the page's .npz download"])
+
+        def ranges(n):
+            edges = np.linspace(0, n, thumb + 1)
+            return [f"{int(np.floor(lo))}-{max(int(np.ceil(hi)) - 1, int(np.floor(lo)))}"
+                    for lo, hi in zip(edges[:-1], edges[1:])]
+        q_labels, k_labels = ranges(n_q), ranges(n_k)
+    for layer in range(n_layers):
+        for head in range(n_heads):
+            m = a[layer, head] if full else thumbnail(a[layer, head], thumb)
+            w.writerow([f"# layer {layer} head {head} (rows: query, columns: key)"] + k_labels)
+            for label, row in zip(q_labels, np.asarray(m, dtype=np.float64)):
+                w.writerow([label] + [f"{v:.6g}" for v in row])
+    return out.getvalue()
+
+
+def grid_figure(png: bytes, layout: GridLayout, *, head_means=None, ablated=(), attention=None,
+                tokens=None, key_tokens=None) -> go.Figure:
     """Plotly figure: the PNG as one go.Image plus transparent markers at thumbnail centres,
-    so a click reports (layer, head) through st.plotly_chart(on_select=...)."""
+    so a click reports (layer, head) through st.plotly_chart(on_select=...).
+
+    attention (layer, head, query, key) and tokens (key_tokens when keys differ), when given, are the numbers its CSV export
+    holds (kept on the figure, never sent to the browser); without them the CSV says so."""
     uri = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
     fig = go.Figure(go.Image(source=uri, hoverinfo="skip"))
     xs, ys, custom, text = [], [], [], []
@@ -108,4 +149,10 @@ def grid_figure(png: bytes, layout: GridLayout, *, head_means=None, ablated=()) 
                    tickvals=[layout.gap + l * step + layout.thumb / 2 for l in range(layout.n_layers)],
                    ticktext=[str(l) for l in range(layout.n_layers)], scaleanchor="x", constrain="domain"),
     )
+    from attnviz.plots import attach_numbers
+
+    if attention is not None and tokens is not None:
+        attach_numbers(fig, lambda: grid_csv(attention, tokens, layout.thumb, key_tokens))
+    else:
+        attach_numbers(fig, "# the grid is a picture of every head; its numbers are in the heatmap's CSV\n")
     return fig
