@@ -53,26 +53,31 @@ if st.session_state.get("_kv_step_max") != n_steps:
 keep_in_range("kv_step", 1, n_steps, n_steps)
 step = st.slider("Generation step", 1, n_steps, key="kv_step")
 st_ = gen.steps[step - 1]
-n_cached = st_.cache_tokens
-layer_k = gen.cache[0][0][:, :n_cached + 1, :]  # (n_kv, tokens, d_head) after this step's new token
-chars = list(st_.text_so_far + st_.next_char)
-k0 = layer_k[0]
-labels = [f"{i}:{c!r}" for i, c in enumerate(chars)]
-show_figure(matrix_heatmap(k0.T, [f"d{j}" for j in range(cfg.d_head)], labels,
-                           title=f"Layer 1, KV head 1: the cached keys after step {step}, one column per token ({k0.shape[0]})",
-                           colorscale="RdBu", zmid=0, digits=2, show_text=False, height=260),
-            key="kv_fig_cache")
+before, after = st_.cache_before, st_.cache_tokens
+k0 = kv.keys_after_step(gen, step)[0]  # (tokens, d_head): KV head 1 of layer 1 after this step
+labels = [f"{i}:{c!r}" for i, c in enumerate(st_.text_so_far)]
+labels[-1] = f"<b>{labels[-1]} NEW</b>"
+fig = matrix_heatmap(k0.T, [f"d{j}" for j in range(cfg.d_head)], labels,
+                     title=f"Layer 1, KV head 1: the cached keys after step {step}: {before} from before + 1 new",
+                     colorscale="RdBu", zmid=0, digits=2, show_text=False, height=260)
+fig.add_shape(type="rect", x0=after - 1.5, x1=after - 0.5, y0=-0.5, y1=cfg.d_head - 0.5,
+              line={"color": "#111", "width": 3})  # the column this step appended
+show_figure(fig, key="kv_fig_cache")
 left, right = st.columns([2, 3])
 with left:
-    st.caption("Each column is one token's key vector. The last column was appended at this step; the columns "
-               "before it were computed once, at their own step, and reused since. V is cached the same way, "
-               f"in every layer and for each of the {cfg.n_kv_heads} KV heads.")
+    st.caption(f"Each column is one token's key vector. The framed last column (NEW) is the key of "
+               f"{st_.new_token!r}, computed and appended at this step; the {before} columns before it were "
+               "computed once, at their own step, and reused since. V is cached the same way, in every layer "
+               f"and for each of the {cfg.n_kv_heads} KV heads." + (
+                   " At step 1 the newest token is the prompt's last character; the prompt's earlier characters "
+                   "filled the cache before generation started." if step == 1 else ""))
 with right:
     st.markdown(f"""
-**Step {step}** sees `{st_.text_so_far}` and predicts `{st_.next_char!r}`.
+**Step {step}** pushes the newest token `{st_.new_token!r}` through the model and predicts `{st_.next_char!r}`.
 
-- Cache before the step: **{n_cached} tokens** per layer; each layer holds K and V of shape
-  {cfg.n_kv_heads} KV heads × {n_cached} tokens × {cfg.d_head}.
+- Cache before the step: **{before} tokens** per layer; each layer holds K and V of shape
+  {cfg.n_kv_heads} KV heads × {before} tokens × {cfg.d_head}.
+- This step appends the newest token's K and V: **{after} tokens** after it (the figure's {after} columns).
 - Work with the cache: **{st_.madds_cached:,}** multiply-adds (one token).
 - Work without it: **{st_.madds_uncached:,}** (all {len(st_.text_so_far)} tokens again),
   **{st_.madds_uncached / st_.madds_cached:.1f}×** more.

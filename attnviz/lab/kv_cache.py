@@ -142,6 +142,17 @@ class Step:
     madds_uncached: int  # ... and recomputing everything
     max_logit_diff: float  # |logits with cache - logits without| for the predicted position
 
+    @property
+    def new_token(self) -> str:
+        """The token this step pushes through the model: the newest one of text_so_far."""
+        return self.text_so_far[-1]
+
+    @property
+    def cache_before(self) -> int:
+        """Tokens cached before this step: all of text_so_far but the newest, whose K and V this
+        step computes and appends (step 1's newest token is the prompt's last character)."""
+        return self.cache_tokens - 1
+
 
 @dataclass(frozen=True)
 class Generation:
@@ -184,6 +195,14 @@ def generate(prompt: str, n_new: int = 12, cfg: TinyConfig = TinyConfig()) -> Ge
         new_logits, cache = forward([nxt], w, cfg, cache)  # with the cache: one new token only
         last = new_logits[-1]
     return Generation(prompt=prompt.lower(), steps=tuple(steps), cache=tuple(cache), config=cfg)
+
+
+def keys_after_step(gen: Generation, step: int, layer: int = 0) -> np.ndarray:
+    """(n_kv_heads, tokens, d_head) keys held by `layer` after generation step `step` (1-based):
+    the cache before the step, then the newest token's key as the last column."""
+    if not 1 <= step <= len(gen.steps):
+        raise BadInput(f"Pick a step from 1 to {len(gen.steps)}.")
+    return gen.cache[layer][0][:, :gen.steps[step - 1].cache_tokens, :]
 
 
 # ----------------------------------------------------------------------------- cache size

@@ -65,3 +65,28 @@ def test_temperature_reset_restores_the_worked_example():
     assert not np.allclose(_z(at, 0), _softmax_rows(Q @ K.T / 2), atol=1e-4)
     at.button(key="temp_reset").click().run()
     np.testing.assert_allclose(_z(at, 0), _softmax_rows(Q @ K.T / 2), atol=1e-4)
+
+
+# ------------------------------------------------------------------------------ KV cache
+def _kv_spec(at):
+    return next(json.loads(c.proto.spec) for c in at.get("plotly_chart")
+                if "cached keys" in json.loads(c.proto.spec)["layout"]["title"]["text"])
+
+
+@pytest.mark.parametrize("step", [1, 2, 7])
+def test_kv_cache_text_and_figure_agree(step):
+    prompt = "the cat sat on the"
+    at = open_page("pages/lab_kv_cache.py", query={"kv_step": str(step)})
+    assert at.slider(key="kv_step").value == step
+    text = " ".join(m.value for m in at.markdown)
+    before = int(re.search(r"Cache before the step: \*\*(\d+) tokens", text).group(1))
+    assert before == len(prompt) + step - 2  # step 1: the prompt's last character is the new token
+    spec = _kv_spec(at)
+    z = spec["data"][0]["z"]
+    n_cols = len(z[0]) if isinstance(z, list) else int(str(z["shape"]).split(",")[1])
+    assert n_cols == before + 1  # the cache before, plus the one new column
+    ticks = spec["layout"]["xaxis"]["ticktext"]
+    assert len(ticks) == before + 1 and "NEW" in ticks[-1] and not any("NEW" in t for t in ticks[:-1])
+    rect = spec["layout"]["shapes"][0]  # the frame around the new column
+    assert rect["x0"] < before < rect["x1"]
+    assert f"**{before + 1} tokens** after it" in text

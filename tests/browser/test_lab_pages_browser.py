@@ -166,13 +166,14 @@ def test_kv_cache_step_slider_grows_the_cache(page, app_server):
     title = "the cached keys after step"
     last = _z(page, title)
     prompt = len("the cat sat on the")
-    assert last.shape == (4, prompt + 12)  # d_head 4 × (prompt + 12 generated tokens) at step 12
+    # step t pushes the newest of prompt + t - 1 tokens: the cache holds prompt + t - 1 keys after it
+    assert last.shape == (4, prompt + 11)  # d_head 4 × (prompt + 11 generated tokens) at step 12
     _press(page, "Generation step", "ArrowLeft", 4)  # step 8
-    step8 = _z(page, "after step 8")
-    assert step8.shape == (4, prompt + 8)
-    np.testing.assert_allclose(step8, last[:, :prompt + 8], atol=1e-9)  # cached keys are reused, never recomputed
+    step8 = _z(page, "after step 8:")
+    assert step8.shape == (4, prompt + 7)
+    np.testing.assert_allclose(step8, last[:, :prompt + 7], atol=1e-9)  # cached keys are reused, never recomputed
     _press(page, "Generation step", "ArrowRight", 2)  # step 10: two more columns
-    assert _z(page, "after step 10").shape == (4, prompt + 10)
+    assert _z(page, "after step 10:").shape == (4, prompt + 9)
     page.wait_for_function("() => location.search.includes('kv_step=10')")
 
 

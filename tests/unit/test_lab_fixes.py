@@ -26,3 +26,25 @@ def test_read_temperature_refuses_with_a_sentence(typed, fragment):
     with pytest.raises(BadInput, match=fragment) as e:
         lk.read_temperature(typed)
     assert len(str(e.value)) < 300  # a 5,000-character paste is not echoed back whole
+
+
+# ------------------------------------------------------------------------------ KV cache
+def test_kv_cache_step_appends_the_newest_tokens_key():
+    """Step t's cache: `cache_before` keys, then one new column, the key of the newest token of
+    text_so_far, equal to the key a full forward pass without a cache computes for that token."""
+    from attnviz.lab import kv_cache as kv
+
+    cfg = kv.TinyConfig()
+    prompt = "the cat sat on the"
+    g = kv.generate(prompt, 5, cfg)
+    w = kv.tiny_weights(cfg)
+    for t, step in enumerate(g.steps, start=1):
+        assert step.cache_before == len(prompt) + t - 2  # step 1: 17 before, the prompt's last character is new
+        assert step.new_token == step.text_so_far[-1]
+        keys = kv.keys_after_step(g, t)
+        assert keys.shape == (cfg.n_kv_heads, step.cache_before + 1, cfg.d_head)
+        _, full = kv.forward(kv.encode(step.text_so_far), w, cfg)  # no cache: everything recomputed
+        np.testing.assert_allclose(keys, full[0][0], atol=1e-10)
+    assert g.steps[0].cache_before == 17
+    with pytest.raises(BadInput, match="from 1 to 5"):
+        kv.keys_after_step(g, 6)
