@@ -58,8 +58,29 @@ def _on_preset():
     s["cx_apply"] = True
 
 
-def _on_edit():
-    s["cx_preset"] = CUSTOM
+# What makes a preset a model: its architecture. n, batch, dtype and the variants' block sizes are
+# settings of the calculation, so changing them keeps the preset's name (and its source).
+ARCH = {"cx_d": "d_model", "cx_h": "n_heads", "cx_kv": "n_kv_heads", "cx_layers": "n_layers",
+        "cx_dff": "d_ff", "cx_gated": "gated_ffn"}
+
+
+def _arch(cfg: cx.AttentionConfig) -> dict:
+    return {key: getattr(cfg, field) for key, field in ARCH.items()}
+
+
+def _preset_arch(name: str | None) -> dict | None:
+    if name in cx.PRESETS:
+        return _arch(cx.PRESETS[name].config)
+    if name == LOADED:
+        return s.get("cx_loaded_arch")
+    return None
+
+
+def _on_arch_edit():
+    """An architecture number changed: the sizes are the user's own unless they still match the preset."""
+    arch = _preset_arch(s.get("cx_preset"))
+    if arch is not None and any(s.get(key) != value for key, value in arch.items()):
+        s["cx_preset"] = CUSTOM
 
 
 # ---- state: defaults, then apply a newly picked preset before any widget exists
@@ -78,6 +99,7 @@ if s.pop("cx_apply", False):
         if cfg_loaded is not None:
             _fill(cfg_loaded)
             s["cx_loaded_name"] = cfg_loaded.name
+            s["cx_loaded_arch"] = _arch(cfg_loaded)
 
 page_intro("Attention complexity calculator",
     "How much compute and memory attention needs as the sequence length **n** grows, for a real "
@@ -90,27 +112,27 @@ with st.container(border=True):
     c = st.columns([2.2, 1.2, 1, 1])
     c[0].selectbox("Preset", PRESET_NAMES, key="cx_preset", on_change=_on_preset,
                    help="Fills the sizes below. The sidebar's model is loaded only when you pick it.")
-    c[1].text_input("Sequence length n", key="cx_n", on_change=_on_edit,
+    c[1].text_input("Sequence length n", key="cx_n",
                     help="Tokens per sequence: 512, 100k, 1.5M, 1e6 or 2^20 (at most 100 million).")
-    c[2].number_input("Batch", key="cx_batch", step=1, on_change=_on_edit)
-    c[3].selectbox("dtype", list(cx.DTYPE_BYTES), key="cx_dtype", on_change=_on_edit,
+    c[2].number_input("Batch", key="cx_batch", step=1)
+    c[3].selectbox("dtype", list(cx.DTYPE_BYTES), key="cx_dtype",
                    format_func=lambda k: f"{k} ({cx.DTYPE_BYTES[k]} B)")
     c = st.columns(5)
-    c[0].number_input("d_model", key="cx_d", step=64, on_change=_on_edit)
-    c[1].number_input("Heads h", key="cx_h", step=1, on_change=_on_edit)
-    c[2].number_input("KV heads g", key="cx_kv", step=1, on_change=_on_edit,
+    c[0].number_input("d_model", key="cx_d", step=64, on_change=_on_arch_edit)
+    c[1].number_input("Heads h", key="cx_h", step=1, on_change=_on_arch_edit)
+    c[2].number_input("KV heads g", key="cx_kv", step=1, on_change=_on_arch_edit,
                       help="Key/value heads: equal to h for multi-head, fewer for GQA, 1 for MQA.")
-    c[3].number_input("Layers L", key="cx_layers", step=1, on_change=_on_edit)
-    c[4].number_input("FFN width d_ff", key="cx_dff", step=256, on_change=_on_edit,
+    c[3].number_input("Layers L", key="cx_layers", step=1, on_change=_on_arch_edit)
+    c[4].number_input("FFN width d_ff", key="cx_dff", step=256, on_change=_on_arch_edit,
                       help="Hidden width of the feed-forward block (4·d_model in BERT and GPT-2).")
     c = st.columns([1, 1, 1, 1.3, 2.7], vertical_alignment="bottom")
-    c[0].number_input("Window w", key="cx_window", step=64, on_change=_on_edit,
+    c[0].number_input("Window w", key="cx_window", step=64,
                       help="Keys each query sees in sliding-window attention.")
-    c[1].number_input("Sparse block s", key="cx_sparse", step=16, on_change=_on_edit,
+    c[1].number_input("Sparse block s", key="cx_sparse", step=16,
                       help="Block size of the strided sparse pattern; 0 picks s = √n.")
-    c[2].number_input("Flash block B", key="cx_flash", step=16, on_change=_on_edit,
+    c[2].number_input("Flash block B", key="cx_flash", step=16,
                       help="Width of the key blocks FlashAttention processes at once.")
-    c[3].toggle("Gated FFN", key="cx_gated", on_change=_on_edit,
+    c[3].toggle("Gated FFN", key="cx_gated", on_change=_on_arch_edit,
                 help="Gated feed-forward blocks (SwiGLU, LLaMA) use three d×d_ff matrices instead of two.")
     preset = s["cx_preset"]
     if preset in cx.PRESETS:
