@@ -25,7 +25,7 @@ class MatrixView:
     values: np.ndarray  # (n_rows, n_cols) float32
     rows: np.ndarray  # int (n_rows,): original query positions
     cols: np.ndarray  # int (n_cols,): original key positions
-    renormalised: bool  # rows rescaled to sum to 1 after dropping columns
+    renormalised: bool  # rows rescaled after hiding special tokens: values are not the model's weights
 
 
 def select_view(matrix: np.ndarray, special_mask: np.ndarray | None = None,
@@ -35,7 +35,8 @@ def select_view(matrix: np.ndarray, special_mask: np.ndarray | None = None,
     """Rows/columns of one head's (query, key) matrix to show.
 
     hide_special drops special-token rows and columns; renormalise then rescales each kept
-    row to sum to 1 (rows whose kept mass is 0 stay 0). block picks a sentence-pair block.
+    row to sum to 1 over the keys left (rows whose kept mass is 0 stay 0). block picks a
+    sentence-pair block; it never renormalises by itself (its rows show the model's weights).
     key_special_mask: special mask of the keys when they differ from the queries (cross-attention).
     """
     m = np.asarray(matrix)
@@ -45,13 +46,14 @@ def select_view(matrix: np.ndarray, special_mask: np.ndarray | None = None,
         raise BadInput(f"unknown block {block!r}; choose one of {', '.join(PAIR_BLOCKS)}")
     n_q, n_k = m.shape
     rows_ok = np.ones(n_q, dtype=bool)
-    cols_ok = np.ones(n_k, dtype=bool)
+    keys_shown = np.ones(n_k, dtype=bool)  # keys left after hiding special tokens
     k_special = special_mask if key_special_mask is None else key_special_mask
     if hide_special:
         if special_mask is not None:
             rows_ok &= ~np.asarray(special_mask, dtype=bool)
         if k_special is not None:
-            cols_ok &= ~np.asarray(k_special, dtype=bool)
+            keys_shown &= ~np.asarray(k_special, dtype=bool)
+    cols_ok = keys_shown.copy()
     q_seg, k_seg = PAIR_BLOCKS[block]
     if q_seg is not None:
         if segment_ids is None or not np.any(np.asarray(segment_ids) == 1):
@@ -63,9 +65,12 @@ def select_view(matrix: np.ndarray, special_mask: np.ndarray | None = None,
     if rows.size == 0 or cols.size == 0:
         raise BadInput("Nothing is left to show: every row or column was hidden. Show special tokens again.")
     values = m[np.ix_(rows, cols)].astype(np.float32)
-    dropped_cols = cols.size < n_k
+    # Only hiding tokens renormalises: a pair block shows the model's own weights. A row is divided
+    # by its weight on every key left after hiding (in both sentences), so a block's rows keep
+    # the share the other sentence took.
+    dropped_cols = not keys_shown.all()
     if renormalise and dropped_cols:
-        total = values.sum(axis=1, keepdims=True)
+        total = m[np.ix_(rows, np.flatnonzero(keys_shown))].astype(np.float32).sum(axis=1, keepdims=True)
         values = np.divide(values, total, out=np.zeros_like(values), where=total > 0)
     return MatrixView(values, rows, cols, renormalised=bool(renormalise and dropped_cols))
 

@@ -8,7 +8,7 @@ from attnviz.raster import GridLayout, default_thumb, grid_figure, grid_png
 from attnviz.export import result_npz
 from attnviz.ui.analytics_widgets import ablated_heads
 from attnviz.ui.figure import show_figure
-from attnviz.ui.heads import consume_selection, head_picker
+from attnviz.ui.heads import consume_selection, head_picker, token_picker
 from attnviz.ui.share import bind, presenting
 from attnviz.ui.share import stop as stop_page
 from attnviz.text_view import shaded_text_html
@@ -137,11 +137,8 @@ st.subheader("Token focus")
 st.markdown("Choose a token to see, for every head of this layer, what it attends to (its row) and "
             "what attends to it (its column).")
 n_q = attention.shape[2]
-focus_now = st.session_state.get("hm_focus")
-# a new text changes the options: keep the position if it still exists, else the first word
-if not isinstance(focus_now, int) or not 0 <= focus_now < n_q:
-    st.session_state["hm_focus"] = 1 if n_q > 2 else 0
-focus = st.selectbox("Token", range(n_q), key="hm_focus", format_func=lambda i: f"{i}: {q_tokens[i]}")
+# a new text keeps the position if it still exists, else the first word
+focus = token_picker(q_tokens, "hm_focus", default=1 if n_q > 2 else 0)
 layer_heads_ablated = {h for (l, h) in ablated if l == layer}
 c_out, c_in = st.columns(2)
 if which == "self":

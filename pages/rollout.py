@@ -10,6 +10,7 @@ from attnviz.plots_analytics import grouped_token_bars, matrix_heatmap, token_ba
 from attnviz.ui import analytics_widgets as aw
 from attnviz.ui.sidebar import require_result
 from attnviz.ui.figure import show_figure
+from attnviz.ui.heads import token_picker
 from attnviz.ui.share import bind, page_intro
 from attnviz.ui.share import stop as stop_page
 from attnviz.ui.shell import ensure_app_shell
@@ -30,7 +31,7 @@ analysis = aw.analysis_of_sidebar()
 n, n_layers = result.seq_len, result.n_layers
 
 bind({"ro_fusion": str, "ro_residual": float, "ro_discard": float, "ro_layer": int, "ro_target": int})
-for _k, _v in (("ro_residual", 0.5), ("ro_discard", 0.0), ("ro_target", 0)):
+for _k, _v in (("ro_residual", 0.5), ("ro_discard", 0.0)):
     st.session_state.setdefault(_k, _v)
 if not 0 <= st.session_state.get("ro_layer", n_layers - 1) < n_layers:  # another model has fewer layers
     st.session_state["ro_layer"] = n_layers - 1
@@ -72,16 +73,9 @@ st.caption("Left: what layer's heads do on their own. Right: the chained estimat
 
 st.subheader("Which input tokens feed one output token")
 t1, t2 = st.columns([1, 3])
-target = t1.number_input("Output token position", min_value=None, step=1, key="ro_target",
-                         help="0-based position; 0 is [CLS] for BERT-like models.")
-try:
-    target_i = int(target)
-    if target_i != target:
-        raise ValueError
-    share = contributions(rolled, target_i, layer)
-except ValueError as e:
-    st.warning(str(e) if str(e) else f"The target token must be a whole number from 0 to {n - 1}.")
-    stop_page()
+target_i = token_picker(tokens, "ro_target", label="Output token", container=t1,
+                        help="The output position whose sources are traced; 0 is [CLS] for BERT-like models.")
+share = contributions(rolled, target_i, layer)
 t2.markdown(f"Target: **{tokens[target_i]}** (position {target_i}). Its rollout row after layer {layer} "
             f"sums to {share.sum():.4f}; the largest share goes to **{tokens[int(share.argmax())]}** "
             f"({share.max():.3f}).")

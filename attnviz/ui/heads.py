@@ -57,3 +57,28 @@ def consume_selection(chart_key: str) -> tuple[int, int] | None:
     if not cd or len(cd) < 2:
         return None
     return int(cd[0]), int(cd[1])
+
+
+def _picked(key: str, widget_key: str, labels: list[str]) -> None:
+    st.session_state[key] = labels.index(st.session_state[widget_key])
+
+
+def token_picker(tokens, key: str, label: str = "Token", default: int = 0, help: str | None = None,
+                 container=None) -> int:
+    """A select box of token positions shown as "i: token"; returns the chosen position.
+
+    The position lives in st.session_state[key] (an int, in the link); the box itself has the key
+    key + "_label". Its options are the labels themselves: with plain positions and a format_func
+    the browser kept the old text's label after the text changed. A position that no longer
+    exists (a shorter text, a hand-edited link) falls back to `default`."""
+    n = len(tokens)
+    pos = st.session_state.get(key)
+    if isinstance(pos, bool) or not isinstance(pos, int) or not 0 <= pos < n:
+        pos = min(max(int(default), 0), n - 1)
+    st.session_state[key] = pos
+    labels = [f"{i}: {t}" for i, t in enumerate(tokens)]
+    widget_key = f"{key}_label"
+    st.session_state[widget_key] = labels[pos]
+    (container or st).selectbox(label, labels, key=widget_key, on_change=_picked,
+                                args=(key, widget_key, labels), help=help)
+    return pos

@@ -53,9 +53,10 @@ def test_rollout_page_and_bad_input(result):
     assert not at.exception and "discard ratio" in _warnings(at)
     at.number_input(key="ro_discard").set_value(0.2).run()
     assert not at.warning
-    at.number_input(key="ro_target").set_value(99).run()
-    assert not at.exception and "target token" in _warnings(at)
-    at.number_input(key="ro_target").set_value(3).run()
+    picker = at.selectbox(key="ro_target_label")
+    assert picker.options == [f"{i}: {t}" for i, t in enumerate(result.tokens)]  # positions with their tokens
+    picker.set_value(f"3: {result.tokens[3]}").run()
+    assert at.session_state["ro_target"] == 3
     bars = decode(_fig(at, 2)["data"][0]["y"])
     np.testing.assert_allclose(bars, rollout(result.attention, discard_ratio=0.2)[-1, 3], atol=1e-5)
 
@@ -73,7 +74,7 @@ def test_rollout_page_attention_flow(result):
     assert [t["name"] for t in flow_fig["data"]] == ["rollout share", "flow share"]
     np.testing.assert_allclose(decode(flow_fig["data"][0]["y"]), rollout(result.attention)[-1, 0], atol=1e-5)
     np.testing.assert_allclose(decode(flow_fig["data"][1]["y"]), expected[0], atol=1e-6)
-    at.number_input(key="ro_target").set_value(4).run()
+    at.selectbox(key="ro_target_label").set_value(f"4: {result.tokens[4]}").run()
     np.testing.assert_allclose(decode(_fig(at, 3)["data"][1]["y"]), expected[4], atol=1e-6)
     at.toggle(key="ro_flow_all").set_value(True).run()
     assert not at.exception and len(at.get("plotly_chart")) == 6

@@ -71,13 +71,20 @@ def test_unknown_model_gives_a_plain_message(heatmap):
     assert any("minilm" in w.value and "nothing" in w.value for w in heatmap.warning)
 
 
-def test_sentence_pair_blocks(heatmap):
+def test_sentence_pair_blocks(heatmap, minilm):
+    """A block shows the model's own weights (no silent renormalising); hiding special tokens
+    renormalises over every visible key and says so in the colour bar."""
+    from attnviz.extract import extract
+
     heatmap.toggle(key="use_pair").set_value(True).run()
     heatmap.text_input(key="text_pair").set_value("It slept.").run()
     heatmap.radio(key="hm_block").set_value("B→A").run()
     z = _heatmap_z(heatmap)
     assert z.shape[0] == 4  # it, slept, ., [SEP]
-    np.testing.assert_allclose(z.sum(axis=1), 1.0, atol=1e-4)
+    r = extract(minilm, heatmap.session_state["text"], "It slept.")
+    a, b = np.flatnonzero(r.segment_ids == 0), np.flatnonzero(r.segment_ids == 1)
+    np.testing.assert_allclose(z, r.attention[0, 0][np.ix_(b, a)], atol=1e-6)
+    assert (z.sum(axis=1) < 0.999).all()
 
 
 def test_url_restores_the_view_without_widget_warnings():
@@ -125,7 +132,7 @@ def test_text_view_shades_the_focus_row_and_column(minilm):
     row, col = weights(at)
     np.testing.assert_allclose(row, r.attention[0, 0, 1], atol=1e-6)  # default: layer 0, head 0, token 1
     np.testing.assert_allclose(col, r.attention[0, 0, :, 1], atol=1e-6)
-    at.selectbox(key="hm_focus").set_value(4).run()
+    at.selectbox(key="hm_focus_label").set_value(f"4: {r.tokens[4]}").run()
     at.session_state["layer"], at.session_state["head"] = 2, 5
     at.run()
     row, col = weights(at)

@@ -28,9 +28,27 @@ def test_pair_blocks():
     seg = np.array([0, 0, 1])
     v = select_view(M, None, seg, block="A→B")
     assert v.rows.tolist() == [0, 1] and v.cols.tolist() == [2]
-    np.testing.assert_allclose(v.values[:, 0], [1.0, 1.0])  # renormalised over the one B key
+    # a block alone never renormalises: the model's own weights (issue 17: 0.3397 was shown as 0.6756)
+    np.testing.assert_allclose(v.values[:, 0], [0.3, 0.3])
+    assert not v.renormalised
     raw = select_view(M, None, seg, block="B→A", renormalise=False)
     np.testing.assert_allclose(raw.values, [[0.4, 0.4]])
+
+
+def test_pair_block_with_hidden_specials_renormalises_over_every_visible_key():
+    seg = np.array([0, 0, 1])
+    v = select_view(M, SPECIAL, seg, block="A→B", hide_special=True, renormalise=True)
+    assert v.rows.tolist() == [1] and v.cols.tolist() == [2] and v.renormalised
+    np.testing.assert_allclose(v.values, [[0.3 / 0.9]], rtol=1e-6)  # row 1's visible keys: 0.6 + 0.3
+
+
+def test_pair_block_of_the_real_model_shows_its_weights(minilm):
+    from attnviz.extract import extract
+
+    r = extract(minilm, "The cat sat on the mat.", "It was tired.")
+    m = r.attention[0, 0]
+    v = select_view(m, r.special_mask, r.segment_ids, block="A→B")
+    np.testing.assert_array_equal(v.values, m[np.ix_(v.rows, v.cols)])
 
 
 def test_pair_block_without_pair_is_plain_error():
