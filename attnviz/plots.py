@@ -138,7 +138,7 @@ def heatmap_figure(values: np.ndarray, row_tokens, col_tokens, *, rows=None, col
         z = np.where(future, np.nan, values).astype(np.float32)
     trace = dict(z=z, x=col_labels, y=row_labels, zmin=zmin, zmax=zmax, hoverongaps=False,
                  colorscale=colorscale, colorbar=dict(title=colorbar_title, **NO_SI), xgap=0, ygap=0,
-                 hovertemplate=f"query %{{y}}<br>key %{{x}}<br>weight %{{z:{WEIGHT_FORMAT}}}<extra></extra>")
+                 hovertemplate=f"query %{{y}}<br>key %{{x}}<br>{colorbar_title} %{{z:{WEIGHT_FORMAT}}}<extra></extra>")
     if log_top is not None:
         trace["showscale"] = False
     fig = go.Figure(go.Heatmap(**trace))

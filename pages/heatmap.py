@@ -108,6 +108,7 @@ with fig_col:
     show_figure(
         heatmap_figure(view.values, q_tokens, k_tokens, rows=view.rows, cols=view.cols,
                        zmin=zmin, zmax=zmax, colorscale=palette, log_floor=log_floor,
+                       colorbar_title="renormalised weight" if view.renormalised else "weight",
                        causal=which == "decoder" or (which == "self" and facts.causal)),
         key="hm_heatmap", name=f"attention-layer{layer}-head{head}")
 with info_col:

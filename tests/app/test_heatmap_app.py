@@ -85,6 +85,11 @@ def test_sentence_pair_blocks(heatmap, minilm):
     a, b = np.flatnonzero(r.segment_ids == 0), np.flatnonzero(r.segment_ids == 1)
     np.testing.assert_allclose(z, r.attention[0, 0][np.ix_(b, a)], atol=1e-6)
     assert (z.sum(axis=1) < 0.999).all()
+    heatmap.toggle(key="hm_hide_special").set_value(True).run()
+    trace = next(f["data"][0] for f in app_figures(heatmap) if f["data"][0].get("type") == "heatmap"
+                 and f["layout"].get("yaxis", {}).get("title", {}).get("text", "").startswith("query"))
+    assert trace["colorbar"]["title"]["text"] == "renormalised weight"
+    assert "renormalised weight" in trace["hovertemplate"]
 
 
 def test_url_restores_the_view_without_widget_warnings():
