@@ -9,7 +9,7 @@ from attnviz.ui import share, sidebar
 from attnviz.ui.shell import app_shell
 
 _presenting = st.query_params.get("present") == "1" or bool(st.session_state.get("present"))
-st.set_page_config(page_title="attnviz", page_icon=":material/visibility:", layout="wide",
+st.set_page_config(page_title="attnviz", page_icon=str(Path(__file__).parent / "assets" / "favicon.png"), layout="wide",
                    initial_sidebar_state="collapsed" if _presenting else "auto")
 
 HERE = Path(__file__).parent
