@@ -1,4 +1,6 @@
 """Lab 8: quick checks with immediate feedback, and the common mistakes shown live."""
+import secrets
+
 import numpy as np
 import pandas as pd
 import streamlit as st
@@ -10,7 +12,7 @@ from attnviz.lab.figures import bars, lines
 from attnviz.lab.masks import future_leak
 from attnviz.lab.mistakes import MISTAKES, inverted_padding, rank_collapse, ratio_check, wrong_axis
 from attnviz.lab.multihead import head_dim
-from attnviz.lab.quiz import QUESTIONS, check, score
+from attnviz.lab.quiz import QUESTIONS, arrange, check, score
 from attnviz.lab.scaling import saturation_row
 from attnviz.ui.lab_widgets import keep_in_range, lab_header, lecture_nav, show_figure
 from attnviz.ui.share import bind
@@ -26,10 +28,24 @@ one happening live on small numbers, so you can recognise its symptom in your ow
 """)
 
 st.subheader("Quick checks")
+# The choices are shown in an order drawn once per session (the seed below), with the correct answers
+# spread over the positions; "Start again" clears the answers and draws a new order.
+if "quiz_seed" not in st.session_state:
+    st.session_state["quiz_seed"] = secrets.randbelow(2 ** 31)
+order = arrange(int(st.session_state["quiz_seed"]))
+
+
+def _start_again():
+    for q in QUESTIONS:
+        st.session_state.pop(f"quiz_{q.key}", None)
+    st.session_state["quiz_seed"] = secrets.randbelow(2 ** 31)
+
+
 answers = {}
 for n, q in enumerate(QUESTIONS, start=1):
     with st.container(border=True):
-        choice = st.radio(f"**{n}. {q.prompt}**", range(len(q.choices)), index=None, key=f"quiz_{q.key}",
+        # options are the original choice indices in the shuffled order, so an answer keeps its meaning
+        choice = st.radio(f"**{n}. {q.prompt}**", order[q.key], index=None, key=f"quiz_{q.key}",
                           format_func=lambda i, q=q: q.choices[i])
         answers[q.key] = choice
         ok = check(q, choice)
@@ -38,7 +54,10 @@ for n, q in enumerate(QUESTIONS, start=1):
         elif ok is False:
             st.error(f"Not quite. The answer is “{q.choices[q.answer]}”. {q.why}")
 right, answered = score(answers)
-st.progress(right / len(QUESTIONS), text=f"{right} right out of {answered} answered ({len(QUESTIONS)} questions)")
+p1, p2 = st.columns([4, 1], vertical_alignment="center")
+p1.progress(right / len(QUESTIONS), text=f"{right} right out of {answered} answered ({len(QUESTIONS)} questions)")
+p2.button("Start again", key="quiz_reset", on_click=_start_again, width="stretch",
+          help="Clears every answer and shows the choices in a new order.")
 
 st.subheader("Common mistakes, live")
 
@@ -94,7 +113,7 @@ def demo(key: str) -> None:
 
 
 for m in MISTAKES:
-    with st.expander(f"{m.title}" + (" (from the course texts)" if m.source == "seeds" else "")):
+    with st.expander(m.title):
         st.markdown(f"**Mistake:** {m.wrong}  \n**Fix:** {m.fix}")
         demo(m.key)
 lecture_nav(PAGE)

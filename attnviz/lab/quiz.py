@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 
 @dataclass(frozen=True)
 class Question:
@@ -33,7 +35,7 @@ QUESTIONS: tuple[Question, ...] = (
     Question("worked_row", "The scaled scores of a row are [0.5, 0.5, 1.0]. What is the first softmax weight?",
              ("0.2312", "0.2741", "0.3333", "0.5000"), 1,
              "e^0.5 = 1.6487 and e^1 = 2.7183; 1.6487 / (1.6487 + 1.6487 + 2.7183) = 0.2741. "
-             "0.2312 is the value printed in one of the seeds: it sums to 1 with the others but its ratio "
+             "0.2312 is a wrong value that appears in a published worked example: it sums to 1 with the others but its ratio "
              "to the third weight is 0.43, not e^-0.5 = 0.61.", "lab"),
     Question("row_sum", "What does each row of an (unmasked) attention-weight matrix sum to?",
              ("d_k", "1", "The number of keys", "It depends on the values"), 1,
@@ -77,3 +79,23 @@ def score(answers: dict[str, int | None]) -> tuple[int, int]:
     """(correct, answered) over QUESTIONS for answers keyed by Question.key."""
     results = [check(q, answers.get(q.key)) for q in QUESTIONS]
     return sum(r is True for r in results), sum(r is not None for r in results)
+
+
+def arrange(seed: int, questions: tuple[Question, ...] = QUESTIONS) -> dict[str, tuple[int, ...]]:
+    """The order to show each question's choices in: key -> original choice indices, first shown first.
+
+    Deterministic for a seed. The correct answers are spread over the positions: each question puts
+    its answer at a position used least so far by the earlier questions (ties drawn at random), and
+    the other choices fill the remaining positions in random order."""
+    rng = np.random.default_rng(seed)
+    used = np.zeros(max(len(q.choices) for q in questions), dtype=int)
+    out = {}
+    for q in questions:
+        n = len(q.choices)
+        fewest = np.flatnonzero(used[:n] == used[:n].min())
+        at = int(rng.choice(fewest))
+        used[at] += 1
+        others = [i for i in rng.permutation(n).tolist() if i != q.answer]
+        order = others[:at] + [q.answer] + others[at:]
+        out[q.key] = tuple(int(i) for i in order)
+    return out

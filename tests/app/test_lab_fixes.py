@@ -90,3 +90,39 @@ def test_kv_cache_text_and_figure_agree(step):
     rect = spec["layout"]["shapes"][0]  # the frame around the new column
     assert rect["x0"] < before < rect["x1"]
     assert f"**{before + 1} tokens** after it" in text
+
+
+# ------------------------------------------------------------------------------ quiz
+def test_quiz_shows_choices_in_the_sessions_order_and_checks_by_meaning():
+    from collections import Counter
+
+    from attnviz.lab.quiz import QUESTIONS, arrange
+
+    at = open_page("pages/lab_quiz.py", quiz_seed=7)
+    order = arrange(7)
+    positions = Counter()
+    for q in QUESTIONS:
+        radio = at.radio(key=f"quiz_{q.key}")
+        assert list(radio.options) == [q.choices[i] for i in order[q.key]]
+        positions[radio.options.index(q.choices[q.answer])] += 1
+    assert max(positions.values()) <= 4  # not mostly the second option any more
+    q = QUESTIONS[0]
+    at.radio(key=f"quiz_{q.key}").set_value(q.answer).run()  # the value is the choice itself
+    assert at.success and at.success[0].value.startswith("Right")
+    assert any("1 right out of 1 answered" in p.proto.text for p in at.get("progress"))
+
+
+def test_quiz_start_again_clears_answers_and_reshuffles():
+    from attnviz.lab.quiz import QUESTIONS
+
+    at = open_page("pages/lab_quiz.py", quiz_seed=7)
+    for q in QUESTIONS[:3]:
+        at.radio(key=f"quiz_{q.key}").set_value(q.answer).run()
+    assert any("3 right out of 3 answered" in p.proto.text for p in at.get("progress"))
+    before = [list(at.radio(key=f"quiz_{q.key}").options) for q in QUESTIONS]
+    at.button(key="quiz_reset").click().run()
+    assert not at.exception
+    assert all(at.radio(key=f"quiz_{q.key}").value is None for q in QUESTIONS)
+    assert any("0 right out of 0 answered" in p.proto.text for p in at.get("progress"))
+    assert at.session_state["quiz_seed"] != 7
+    assert [list(at.radio(key=f"quiz_{q.key}").options) for q in QUESTIONS] != before

@@ -73,3 +73,28 @@ def test_temperature_bad_matrix_warning_is_visible_with_the_editor_closed(page, 
     page.get_by_text("Edit Q, K, V").first.click()  # close it again
     time.sleep(0.5)
     assert any("ragged" in w for w in _visible_warnings(page))
+
+
+def test_grouped_bar_labels_do_not_touch_on_a_narrow_screen(browser, app_server):
+    """Quiz page, 'Forgetting the causal mask': t6 moves by the same amount with and without the
+    mask; at 480 px the two value labels used to touch and read '3.3673.367'."""
+    context = browser.new_context(viewport={"width": 480, "height": 900})
+    page = context.new_page()
+    try:
+        page.goto(app_server.url + "/lab_quiz")
+        wait_for_app(page)
+        page.get_by_text("Forgetting the causal mask").click()
+        time.sleep(0.5)
+        wait_for_app(page)
+        i = wait_plot(page, title="Change only t6")
+        boxes = page.evaluate("""(i) => [...document.querySelectorAll('.js-plotly-plot')[i].querySelectorAll('.bartext')]
+            .map(t => { const r = t.getBoundingClientRect(); return [t.textContent, r.left, r.right, r.top, r.bottom]; })""", i)
+        assert len(boxes) == 12
+        for a in range(len(boxes)):
+            for b in range(a + 1, len(boxes)):
+                _, l1, r1, t1, b1 = boxes[a]
+                _, l2, r2, t2, b2 = boxes[b]
+                if t1 < b2 and t2 < b1:  # on the same height: at least 2 px apart
+                    assert r1 + 2 <= l2 or r2 + 2 <= l1, (boxes[a], boxes[b])
+    finally:
+        context.close()

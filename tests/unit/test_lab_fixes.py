@@ -48,3 +48,26 @@ def test_kv_cache_step_appends_the_newest_tokens_key():
     assert g.steps[0].cache_before == 17
     with pytest.raises(BadInput, match="from 1 to 5"):
         kv.keys_after_step(g, 6)
+
+
+# ------------------------------------------------------------------------------ quiz
+def test_quiz_arrangement_spreads_the_correct_answers():
+    from collections import Counter
+
+    from attnviz.lab.quiz import QUESTIONS, arrange
+
+    original = Counter(q.answer for q in QUESTIONS)
+    assert original.most_common(1)[0][1] > len(QUESTIONS) / 2  # the data's own order: mostly option 2
+    orders = {}
+    for seed in range(25):
+        order = arrange(seed)
+        assert order == arrange(seed)  # deterministic for a seed
+        positions = Counter()
+        for q in QUESTIONS:
+            shown = order[q.key]
+            assert sorted(shown) == list(range(len(q.choices)))  # every choice once
+            positions[shown.index(q.answer)] += 1
+        # 12 questions over 3 or 4 positions: no position holds more than 4 correct answers
+        assert max(positions.values()) <= 4 and set(positions) >= {0, 1, 2}, (seed, positions)
+        orders[seed] = tuple(order[q.key] for q in QUESTIONS)
+    assert len(set(orders.values())) > 20  # seeds give different orders
