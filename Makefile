@@ -8,7 +8,7 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup setup-dev run test bench chromium clean
+.PHONY: setup setup-dev run test walk bench chromium clean
 
 $(VENV)/.runtime: requirements.txt requirements-models.txt
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,11 @@ chromium:
 
 test: setup-dev chromium
 	$(PY) -m pytest -q -p no:cacheprovider
+
+# The full browser walk: every page, every control's options (up to 6), away and back.
+# `make test` runs the reduced walk; the report is test-artifacts/walk-report.json.
+walk: setup-dev chromium
+	ATTNVIZ_WALK=full $(PY) -m pytest -q -p no:cacheprovider -s tests/browser/test_walk.py
 
 bench: setup
 	$(PY) -m attnviz.bench

@@ -64,3 +64,58 @@ def open_path(page, app_server, path: str):
     page.goto(app_server.url + path)
     page.wait_for_selector("text=Model and text")
     wait_for_app(page)
+
+
+# ---- added for the walk (tests/browser/test_walk*.py) -------------------------------------------
+
+def nav_to(page, title: str, section: str | None = None):
+    """Open a page the way a visitor does: its section in the top navigation, then its link."""
+    from tests.browser.walker import app_pages
+
+    section = section or next(s for s, _, t in app_pages() if t == title)
+    page.keyboard.press("Escape")
+    page.locator('[data-testid="stTopNavSection"]', has_text=section).first.click()
+    link = page.locator('[data-testid="stTopNavDropdownLink"]').filter(has=page.locator(f'span[label="{title}"]')).first
+    link.click()
+    time.sleep(0.5)
+    wait_for_app(page)
+
+
+def set_sidebar_text(page, text: str):
+    """Type `text` into the sidebar's text area and commit it (Ctrl+Enter)."""
+    box = page.locator('[data-testid="stSidebar"] [data-testid="stTextArea"] textarea').first
+    box.fill(text)
+    box.press("Control+Enter")
+    time.sleep(0.5)
+    wait_for_app(page)
+
+
+def sidebar_text(page) -> str | None:
+    box = page.locator('[data-testid="stSidebar"] [data-testid="stTextArea"] textarea')
+    return box.first.input_value() if box.count() else None
+
+
+def sidebar_model(page) -> str | None:
+    box = page.locator('[data-testid="stSidebar"] [role="combobox"][aria-label="Model"]')
+    return box.first.input_value() if box.count() else None
+
+
+def url_params(page) -> dict:
+    """The page URL's query parameters (first value of each)."""
+    from urllib.parse import parse_qs, urlparse
+
+    return {k: v[0] for k, v in parse_qs(urlparse(page.url).query).items()}
+
+
+def exception_texts(page) -> list[str]:
+    """The text of every Streamlit exception box on the page."""
+    return page.evaluate("() => [...document.querySelectorAll('[data-testid=\"stException\"]')].map(e => e.innerText)")
+
+
+def link_box_text(page) -> str | None:
+    """The URL in the sidebar's 'Link to this view' box (None when the box is missing)."""
+    box = page.locator('[data-testid="stSidebar"] [data-testid="stExpander"]', has_text="Link to this view")
+    if box.count() == 0:
+        return None
+    code = box.first.locator('[data-testid="stCode"], code')
+    return code.first.evaluate("e => e.textContent") if code.count() else ""

@@ -1,0 +1,54 @@
+"""Chromium walks the whole app as a visitor would: every page through the top navigation, every
+radio, select box, toggle, checkbox, segmented control, tab, multiselect and button, away and back,
+with a text of its own in the sidebar. Any exception box, page error, crash in the console, request
+off this machine, server traceback, or lost sidebar text / model is a failure; all of them are
+collected and listed at the end (and in test-artifacts/walk-report.json).
+
+`make test` runs the reduced walk (a few minutes); `make walk` (ATTNVIZ_WALK=full) the full one."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.browser.walker import Walker, app_pages, mode_from_env
+from tests.conftest import ARTIFACTS, StreamlitServer
+
+pytestmark = pytest.mark.browser
+
+# Not the default text: a page that falls back to the default has lost it.
+WALK_TEXT = "Walking every page, the lecturer kept this sentence in the sidebar."
+
+
+@pytest.fixture(scope="module")
+def walk_server():
+    """A server of the walk's own, so its log holds only the walk's tracebacks."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    server = StreamlitServer()
+    yield server
+    server.stop()
+
+
+def test_walk_every_page(browser, walk_server):
+    mode = mode_from_env()
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    walker = Walker(page, walk_server.url, mode, server_log=ARTIFACTS / f"streamlit-{walk_server.port}.log")
+    t0 = time.time()
+    try:
+        walker.run(WALK_TEXT)
+    finally:
+        seconds = time.time() - t0
+        data = walker.report(ARTIFACTS / "walk-report.json", seconds)
+        walker.report(ARTIFACTS / f"walk-report-{mode.name}.json", seconds)
+        try:
+            page.screenshot(path=str(ARTIFACTS / f"walk-{mode.name}-last.png"), full_page=True)
+        finally:
+            context.close()
+    visited = {p["page"] for p in data["pages"]}
+    missing = [t for _, _, t in app_pages() if t not in visited]
+    print(f"\n{mode.name} walk: {len(visited)} pages, "
+          f"{sum(p['interactions'] for p in data['pages'])} interactions in {seconds:.0f} s")
+    assert not missing, f"pages never visited: {missing}"
+    assert not walker.failures, walker.summary()
