@@ -64,8 +64,16 @@ except AttnvizError as e:
     stop_page()
 
 tokens_a, tokens_b = result_a.tokens, result_b.tokens
-layer, head = aw.head_selectors("cmp", min(result_a.n_layers, result_b.n_layers),
-                                min(result_a.n_heads, result_b.n_heads))
+n_layers, n_heads = min(result_a.n_layers, result_b.n_layers), min(result_a.n_heads, result_b.n_heads)
+shared = (int(st.session_state.get("layer", 0)), int(st.session_state.get("head", 0)))  # the other pages' head
+wanted = (int(st.session_state.get("cmp_layer", shared[0])), int(st.session_state.get("cmp_head", shared[1])))
+layer, head = aw.head_selectors("cmp", n_layers, n_heads)
+missing = [w for w in (wanted, shared) if (w[0] >= n_layers or w[1] >= n_heads) and w != (layer, head)]
+if missing:
+    st.info(f"**The head changed.** A ({key_a}) has {result_a.n_layers} layers × {result_a.n_heads} heads and "
+            f"B ({name_b[3:]}) has {result_b.n_layers} × {result_b.n_heads}, so only layers 0–{n_layers - 1} and "
+            f"heads 0–{n_heads - 1} exist in both. L{missing[0][0]} H{missing[0][1]} is not one of them: "
+            f"this page shows L{layer} H{head} instead.")
 ma, mb = result_a.attention[layer, head], result_b.attention[layer, head]
 top = shared_colour_max(ma, mb)  # one scale for both sides
 c1, c2 = st.columns(2)
@@ -88,7 +96,9 @@ with d2:
         dist = head_distance(result_a, result_b)
         fig = head_grid(dist, title="Difference per head (mean row distance)", colorbar="distance", zmin=0.0,
                         zmax=max(float(dist.max()), 1e-6),
-                        colorscale="Magma", fmt=".4f", ablated=aw.ablated_heads(), selected=(layer, head))
+                        # not Magma: its first colour, #000004, is one of the stand-in colours Streamlit's
+                        # plotly theme replaces in the browser, which painted zero distance pink
+                        colorscale="Viridis", fmt=".4f", ablated=aw.ablated_heads(), selected=(layer, head))
         aw.clickable_head_grid(fig, "cmp_grid")
         st.caption("Mean total-variation distance between matching rows: 0 = same, 1 = disjoint. Click a head "
                    "to open it on the heatmap page (for the sidebar's text).")
