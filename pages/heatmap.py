@@ -135,8 +135,9 @@ with info_col:
 
 # --- token focus ------------------------------------------------------------------------
 st.subheader("Token focus")
-st.markdown("Choose a token to see, for every head of this layer, what it attends to (its row) and "
-            "what attends to it (its column).")
+if not presenting():  # the lecturer says it; the heading stays on the figures' screen
+    st.markdown("Choose a token to see, for every head of this layer, what it attends to (its row) and "
+                "what attends to it (its column).")
 n_q = attention.shape[2]
 # a new text keeps the position if it still exists, else the first word
 focus = token_picker(q_tokens, "hm_focus", default=1 if n_q > 2 else 0)

@@ -11,7 +11,7 @@ from attnviz.ui import analytics_widgets as aw
 from attnviz.ui.sidebar import require_result
 from attnviz.ui.figure import show_figure
 from attnviz.ui.heads import token_picker
-from attnviz.ui.share import bind, page_intro
+from attnviz.ui.share import bind, page_intro, presenting
 from attnviz.ui.share import stop as stop_page
 from attnviz.ui.shell import ensure_app_shell
 
@@ -86,7 +86,8 @@ st.caption("The red bar is the target itself; light bars are special tokens. Wit
            "a token always keeps part of itself.")
 
 st.subheader("Attention flow")
-st.markdown(
+# in presentation mode the explanation folds away (the lecturer says it) so the heading keeps its figure
+(st.expander("About attention flow", icon=":material/info:") if presenting() else st.container()).markdown(
     "**Attention flow** (Abnar & Zuidema, 2020) reads the same layer matrices M as a network: one node per "
     "token per layer, and an edge from token i in one layer to token j in the layer below that can carry "
     "at most M[i, j]. The flow from an output token to an input token is the **maximum flow** between them: "

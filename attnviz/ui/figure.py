@@ -9,8 +9,67 @@ from attnviz.errors import AttnvizError
 from attnviz.export import figure_csv, figure_html, figure_image
 from attnviz.ui.share import presenting
 
-PRESENT_FONT = 18
+PRESENT_FONT = 18  # px: the smallest figure text in presentation mode (the body text's size)
+PRESENT_TITLE = 22  # px: figure titles
 PRESENT_SCALE = 1.25
+# Tallest figure in presentation mode (px): with the top bar (~60 px) and its heading (~70 px) a
+# figure fits on one 1280 x 720 screen, so a heading never lands on a different screen.
+PRESENT_MAX_HEIGHT = 520
+PRESENT_INK = "#111111"  # dark text for projectors
+
+
+def _at_least(font, size: int, ink: bool = True) -> dict:
+    """A font spec (plotly object or None) with its size raised to at least `size` (and dark
+    ink unless `ink` is False: cell texts keep plotly's contrast colour per cell)."""
+    current = getattr(font, "size", None) if font is not None else None
+    out = dict(size=max(size, current or 0))
+    if ink:
+        out["color"] = PRESENT_INK
+    return out
+
+
+def present_figure(fig):
+    """Enlarge every text of a plotly figure for a projector, in place: ticks, axis and figure
+    titles, colour bars, legends, annotations and cell/bar texts all at least PRESENT_FONT px
+    (Streamlit's theme would otherwise keep ticks at ~12 px), margins grown to fit, the height
+    scaled, and bar labels allowed outside the plot area instead of being cut."""
+    fig.update_layout(font=dict(size=PRESENT_FONT, color=PRESENT_INK))
+    fig.update_xaxes(automargin=True, tickfont=dict(size=PRESENT_FONT, color=PRESENT_INK),
+                     title_font=dict(size=PRESENT_FONT, color=PRESENT_INK))
+    fig.update_yaxes(automargin=True, tickfont=dict(size=PRESENT_FONT, color=PRESENT_INK),
+                     title_font=dict(size=PRESENT_FONT, color=PRESENT_INK))
+    # log axes label 2 and 5 between powers of ten at three quarters of the tick size: keep
+    # only the powers of ten, at full size
+    fig.for_each_xaxis(lambda ax: ax.update(dtick=1) if ax.type == "log" and ax.tickvals is None and ax.dtick is None else None)
+    fig.for_each_yaxis(lambda ax: ax.update(dtick=1) if ax.type == "log" and ax.tickvals is None and ax.dtick is None else None)
+    layout = fig.layout
+    if layout.title and layout.title.text:
+        layout.title.font = _at_least(layout.title.font, PRESENT_TITLE)
+        # the title pushes the plot down instead of covering tick labels (x axes on top included)
+        layout.title.update(automargin=True, yref="container", y=1, yanchor="top", pad=dict(t=6, b=10))
+    layout.legend.font = _at_least(layout.legend.font, PRESENT_FONT)
+    layout.legend.title.font = _at_least(layout.legend.title.font, PRESENT_FONT)
+    layout.hoverlabel.font = _at_least(layout.hoverlabel.font, PRESENT_FONT)
+    for ann in layout.annotations or ():
+        ann.font = _at_least(ann.font, PRESENT_FONT)
+    fig.update_coloraxes(colorbar=dict(tickfont=dict(size=PRESENT_FONT), title_font=dict(size=PRESENT_FONT)))
+    for trace in fig.data:
+        for holder in (trace, getattr(trace, "marker", None)):
+            if holder is not None and "colorbar" in holder:
+                holder.colorbar.tickfont = _at_least(holder.colorbar.tickfont, PRESENT_FONT)
+                holder.colorbar.title.font = _at_least(holder.colorbar.title.font, PRESENT_FONT)
+        for name in ("textfont", "insidetextfont", "outsidetextfont"):
+            if name in trace:
+                trace[name] = _at_least(trace[name], PRESENT_FONT, ink=False)
+        if trace.type == "bar":
+            trace.cliponaxis = False
+    margin = layout.margin
+    layout.margin.update(t=max(margin.t or 0, 60 if (layout.title and layout.title.text) else 20),
+                         b=max(margin.b or 0, 20), l=max(margin.l or 0, 20), r=max(margin.r or 0, 20))
+    # small figures grow (up to 420 px) for the larger text; none grows past one screen
+    height = layout.height or 450
+    layout.height = int(min(PRESENT_MAX_HEIGHT, max(height, min(height * PRESENT_SCALE, 420))))
+    return fig
 
 
 def _slug(text: str) -> str:
@@ -82,11 +141,7 @@ def show_figure(fig, key: str | None = None, *, name: str | None = None, exports
     title = fig.layout.title.text if fig.layout.title and fig.layout.title.text else None
     name = _slug(name or title or key)
     if presenting():
-        fig.update_layout(font=dict(size=PRESENT_FONT, color="#111111"))  # dark text for projectors
-        fig.update_xaxes(tickfont_color="#111111", title_font_color="#111111")
-        fig.update_yaxes(tickfont_color="#111111", title_font_color="#111111")
-        if fig.layout.height:
-            fig.update_layout(height=int(fig.layout.height * PRESENT_SCALE))
+        present_figure(fig)
     config = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "filename": name, "scale": 2}}
     config.update(kwargs.pop("config", {}))
     kwargs.setdefault("width", "stretch")

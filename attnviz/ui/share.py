@@ -218,6 +218,9 @@ html { font-size: 21px; }
 [data-testid="stMain"] h1 { font-size: 2.4rem; }
 [data-testid="stMainBlockContainer"] { padding: 2.5rem 2rem 2rem 2rem; max-width: 100%; }
 [data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] p, .stCaption, .stCaption p, [data-testid="stCaption"] p { color: #2b2b2b !important; }
+/* metric values: smaller than Streamlit's 2.25rem at this root size, and wrapped, never cut ("9.66 GFL...") */
+[data-testid="stMetricValue"] { font-size: 1.6rem; }
+[data-testid="stMetricValue"] > div, [data-testid="stMetricLabel"] p { white-space: normal !important; overflow: visible !important; text-overflow: clip !important; }
 </style>
 """
 
