@@ -3,7 +3,8 @@ import numpy as np
 import streamlit as st
 
 from attnviz.errors import AttnvizError
-from attnviz.metrics.ablation import attention_change, check_heads, cosine_distance, effect, effect_name, top_tokens
+from attnviz.metrics.ablation import (attention_change, check_heads, cosine_distance, effect, effect_label,
+                                      effect_name, top_tokens)
 from attnviz.plots_analytics import head_grid, layer_lines
 from attnviz.ui import analytics_widgets as aw
 from attnviz.ui.cache import get_model
@@ -81,7 +82,7 @@ else:
               help="The embedding as the model defines it: mean of the last hidden states over the tokens, "
                    "L2-normalised. 0 = unchanged, 1 = orthogonal.")
     if base.next_probs is not None or base.masked_probs:
-        m2.metric(effect_name(base).capitalize(), f"{effect(base, abl):.4f}")
+        m2.metric(effect_label(base), f"{effect(base, abl):.4f}")
     if base.next_probs is not None:
         st.markdown("**Next-token prediction after the text**")
         b_top, a_top = top_tokens(base.next_probs, loaded.tokenizer), top_tokens(abl.next_probs, loaded.tokenizer)
@@ -95,13 +96,19 @@ else:
         b_top, a_top = top_tokens(probs, loaded.tokenizer), top_tokens(abl.masked_probs[pos], loaded.tokenizer)
         st.dataframe([{"rank": i + 1, "full model": f"{bt} ({bp:.3f})", "with heads off": f"{at} ({ap:.3f})"}
                       for i, ((bt, bp), (at, ap)) in enumerate(zip(b_top, a_top))], hide_index=True, width="stretch")
-    change = attention_change(base.attention, abl.attention)
-    show_figure(layer_lines({"attention change": change}, title="How much each layer's attention moved",
-                                ytitle="mean row distance (0–1)"), key="ab_layers")
     first = min(l for l, _ in heads)
-    st.caption(f"Mean total-variation distance between the rows with and without the heads (0 = same). "
-               f"{'Layer 0 cannot' if first == 0 else f'Layers 0 to {first} cannot'} change (the first switched-off head is in layer {first}, and its weights are "
-               "computed before its output is removed); later layers react to the missing output.")
+    if first == n_layers - 1:  # no later layer: the figure would be all zeros
+        st.info(f"**Effect on later attention: none to show.** The first switched-off head is in layer {first}, "
+                "the last one, so no later layer is left whose attention could react; its own weights are computed "
+                "before its output is removed. The change shows only in the output above.")
+    else:
+        change = attention_change(base.attention, abl.attention)
+        show_figure(layer_lines({"attention change": change}, title="How much each layer's attention moved",
+                                ytitle="mean row distance (0–1)"), key="ab_layers")
+        st.caption(f"Mean total-variation distance between the rows with and without the heads (0 = same). "
+                   f"{'Layer 0 cannot' if first == 0 else f'Layers 0 to {first} cannot'} change (the first "
+                   f"switched-off head is in layer {first}, and its weights are computed before its output is "
+                   "removed); later layers react to the missing output.")
     if not (base.next_probs is not None or base.masked_probs):
         st.caption("This model has no language-model head here, so the effect is measured on its sentence "
                    "embedding and its later attention.")

@@ -238,8 +238,43 @@ def rank_heads(loaded, result, base: AblationRun | None = None,
     return out
 
 
+def effect_label(base: AblationRun) -> str:
+    """effect_name as a label: first letter upper case, the rest kept ("KL", not "Kl")."""
+    name = effect_name(base)
+    return name[:1].upper() + name[1:]
+
+
+# What a token made only of white space is shown as (a space is invisible in a table).
+_BLANK = {" ": "␣", "\n": "⏎", "\t": "⇥", "\r": "⏎"}
+_BLANK_NAMES = {" ": "space", "\n": "new line", "\t": "tab", "\r": "new line"}
+# Raw markers of byte-level BPE (GPT-2, Llama 3, SmolLM2) and SentencePiece, should a tokenizer
+# hand them back undecoded.
+_RAW = {"Ġ": " ", "Ċ": "\n", "ĉ": "\t", "▁": " "}
+
+
+def readable_token(tokenizer, token_id: int) -> str:
+    """One vocabulary entry as a reader should see it in a table: decoded text without the
+    tokenizer's markers. A word piece that continues a word (WordPiece '##ing') is shown as
+    '…ing'; a token of only white space as its symbol and name ('␣ (space)', '⏎ (new line)')."""
+    try:
+        text = tokenizer.decode([int(token_id)])
+    except Exception:  # a tokenizer that cannot decode one id on its own
+        text = str(tokenizer.convert_ids_to_tokens(int(token_id)))
+    text = "".join(_RAW.get(c, c) for c in text) if any(m in text for m in _RAW) else text
+    if not text.strip():
+        if not text:
+            return "(empty)"
+        kinds = {_BLANK_NAMES.get(c, "blank") for c in text}
+        name = kinds.pop() if len(kinds) == 1 else "blank"
+        name = name if len(text) == 1 else f"{len(text)} {name}s"
+        return "".join(_BLANK.get(c, "␣") for c in text) + f" ({name})"
+    text = text.strip()
+    if text.startswith("##") and len(text) > 2:
+        return "…" + text[2:]
+    return text
+
+
 def top_tokens(probs: np.ndarray, tokenizer, k: int = 5) -> list[tuple[str, float]]:
-    """The k most probable tokens of a (vocab,) distribution: [(token, probability)]."""
+    """The k most probable tokens of a (vocab,) distribution: [(readable token, probability)]."""
     idx = np.argsort(-probs)[:k]
-    return [(tokenizer.decode([int(i)]).strip() or repr(tokenizer.convert_ids_to_tokens(int(i))), float(probs[i]))
-            for i in idx]
+    return [(readable_token(tokenizer, int(i)), float(probs[i])) for i in idx]
