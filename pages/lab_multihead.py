@@ -48,7 +48,7 @@ try:
     d_head = head_dim(int(d_model), int(n_heads))
 except BadInput as e:
     st.error(str(e))
-    st.caption("This is the mistake the course texts warn about: with d_model = 256 and 6 heads, d_k is not an integer.")
+    st.caption("A classic mistake: with d_model = 256 and 6 heads, d_k is not an integer.")
     stop_page(PAGE)
 kv_options = [k for k in range(1, int(n_heads) + 1) if int(n_heads) % k == 0]
 kv_key = f"mh_kv_{int(n_heads)}"  # one slider per head count: its options depend on it

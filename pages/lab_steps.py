@@ -21,8 +21,8 @@ lab_header(PAGE, """
 Attention turns each **query** into a weighted average of **values**: compare the query with every
 **key** (a dot product), scale, turn each row of scores into weights that sum to 1 (softmax), and mix
 the value rows with those weights: **Attention(Q, K, V) = softmax(Q Kᵀ / √d_k) V**.
-Edit any number below; every step updates. The default is the 3-token, d_k = 4 worked example from the
-course texts, with the softmax computed correctly.
+Edit any number below; every step updates. The default is a classic 3-token, d_k = 4 worked example,
+with the softmax computed correctly.
 """)
 
 c1, c2, c3 = st.columns(3)
@@ -98,7 +98,7 @@ st.markdown(f"Sum of exp = {format_number(e.sum())}; sum of weights = **{format_
 if np.array_equal(q, ex.Q) and np.array_equal(k, ex.K) and np.array_equal(v, ex.V) and scale:
     w1 = s.weights[0]
     st.info(
-        f"**A slip in the course text.** For row 1 (scores 0.5, 0.5, 1.0) one seed prints weights "
+        f"**A slip to watch for.** For row 1 (scores 0.5, 0.5, 1.0) a printed version of this example gives weights "
         f"{', '.join(f'{x:.4f}' for x in ex.SEED_PRINTED_ROW1)}. They do sum to 1, but their ratio "
         f"0.2312 / 0.5376 = {0.2312 / 0.5376:.4f} is not e^(0.5 − 1.0) = {np.exp(-0.5):.4f}. "
         f"The correct weights are {', '.join(f'{x:.4f}' for x in w1)}, and output row 1 is "
