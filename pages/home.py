@@ -58,6 +58,8 @@ st.markdown("**Start here:** type a sentence in the sidebar, then open a page. T
 sections: dict[str, list[tuple[str, str]]] = {}
 for section, file, title in registered_pages():
     if file != "pages/home.py" and (ROOT / file).exists():
+        if section == "Learn" and title[:1].isdigit():  # the numbered lab pages get a column of their own
+            section = "Attention lab"
         sections.setdefault(section, []).append((file, title))
 cols = st.columns(len(sections) or 1)
 for col, (section, links) in zip(cols, sections.items()):
