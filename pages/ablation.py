@@ -111,7 +111,7 @@ else:
                    "removed); later layers react to the missing output.")
     if not (base.next_probs is not None or base.masked_probs):
         st.caption("This model has no language-model head here, so the effect is measured on its sentence "
-                   "embedding and its later attention.")
+                   "embedding" + (" and its later attention." if first < n_layers - 1 else "."))
 
 st.subheader("Rank every head by its effect on this sentence")
 n_total = n_layers * n_heads
