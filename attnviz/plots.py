@@ -43,10 +43,18 @@ def no_si_prefixes(fig: go.Figure) -> go.Figure:
         if "colorbar" in trace:
             trace.colorbar.exponentformat = NO_SI["exponentformat"]
         marker = getattr(trace, "marker", None)
-        if marker is not None and "colorbar" in marker:
+        # only a marker that shows its scale: a colorbar spec on any other marker makes
+        # Streamlit's plotly draw a stray colour bar
+        if marker is not None and "colorbar" in marker and marker.showscale:
             marker.colorbar.exponentformat = NO_SI["exponentformat"]
-    fig.update_coloraxes(colorbar_exponentformat=NO_SI["exponentformat"])
+    if _uses_coloraxis(fig):  # touching an unused colour axis would draw an extra colour bar
+        fig.update_coloraxes(colorbar_exponentformat=NO_SI["exponentformat"])
     return fig
+
+
+def _uses_coloraxis(fig: go.Figure) -> bool:
+    return any(getattr(t, "coloraxis", None) or getattr(getattr(t, "marker", None), "coloraxis", None)
+               for t in fig.data)
 
 
 def matrix_csv(values, row_labels, col_labels, title: str = "") -> str:

@@ -7,6 +7,7 @@ import streamlit as st
 
 from attnviz.errors import AttnvizError
 from attnviz.export import figure_csv, figure_html, figure_image
+from attnviz.plots import _uses_coloraxis, no_si_prefixes
 from attnviz.ui.share import presenting
 
 PRESENT_FONT = 18  # px: the smallest figure text in presentation mode (the body text's size)
@@ -52,10 +53,13 @@ def present_figure(fig):
     layout.hoverlabel.font = _at_least(layout.hoverlabel.font, PRESENT_FONT)
     for ann in layout.annotations or ():
         ann.font = _at_least(ann.font, PRESENT_FONT)
-    fig.update_coloraxes(colorbar=dict(tickfont=dict(size=PRESENT_FONT), title_font=dict(size=PRESENT_FONT)))
+    if _uses_coloraxis(fig):  # touching an unused colour axis would draw an extra colour bar
+        fig.update_coloraxes(colorbar=dict(tickfont=dict(size=PRESENT_FONT), title_font=dict(size=PRESENT_FONT)))
     for trace in fig.data:
-        for holder in (trace, getattr(trace, "marker", None)):
-            if holder is not None and "colorbar" in holder:
+        marker = getattr(trace, "marker", None)
+        # a colorbar spec on a marker that does not show its scale makes Streamlit draw a stray bar
+        for holder in (trace, marker if (marker is not None and "colorbar" in marker and marker.showscale) else None):
+            if holder is not None and "colorbar" in holder and holder.showscale is not False:
                 holder.colorbar.tickfont = _at_least(holder.colorbar.tickfont, PRESENT_FONT)
                 holder.colorbar.title.font = _at_least(holder.colorbar.title.font, PRESENT_FONT)
         for name in ("textfont", "insidetextfont", "outsidetextfont"):
@@ -140,6 +144,7 @@ def show_figure(fig, key: str | None = None, *, name: str | None = None, exports
     key = key or _auto_key(fig)
     title = fig.layout.title.text if fig.layout.title and fig.layout.title.text else None
     name = _slug(name or title or key)
+    no_si_prefixes(fig)  # weights as 0.0001 or 1e-04, never plotly's default "100µ"
     if presenting():
         present_figure(fig)
     config = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "filename": name, "scale": 2}}

@@ -85,6 +85,17 @@ def _check_texts(page, where: str) -> list[dict]:
             overlap = min(title["x1"], tick["x1"]) - max(title["x0"], tick["x0"]) > 1 and \
                 min(title["y1"], tick["y1"]) - max(title["y0"], tick["y0"]) > 1
             assert not overlap, f"{where}: title {title['text']!r} overlaps tick label {tick['text']!r}"
+    # no two texts of a figure cover each other (e.g. a second, stray colour bar over the first);
+    # rotated tick labels of one axis have overlapping boxes by nature, so those pairs are skipped
+    for i, a in enumerate(texts):
+        for b in texts[i + 1:]:
+            if a["plot"] != b["plot"] or (a["cls"] == b["cls"] and "tick" in a["cls"]):
+                continue
+            w = min(a["x1"], b["x1"]) - max(a["x0"], b["x0"])
+            h = min(a["y1"], b["y1"]) - max(a["y0"], b["y0"])
+            small = min((a["x1"] - a["x0"]) * (a["y1"] - a["y0"]), (b["x1"] - b["x0"]) * (b["y1"] - b["y0"]))
+            assert not (w > 0 and h > 0 and w * h > 0.3 * small), (
+                f"{where}: {a['cls']} {a['text']!r} overlaps {b['cls']} {b['text']!r} in {a['figure']!r}")
     return texts
 
 
