@@ -45,7 +45,7 @@ for section, file, title, icon in PAGES:
             st.Page(file, title=title, icon=icon, default=file == "pages/home.py"))
 
 nav = st.navigation(sections, position="top")
-share.start_run()
+share.start_run(nav.url_path)
 share.apply_presentation()
 sidebar.render()
 try:

@@ -84,10 +84,16 @@ def forget(*keys: str) -> None:
         st.session_state.pop(key, None)
 
 
-def start_run() -> None:
-    """Called by app.py before the sidebar: restore the shared keys, forget last run's page keys."""
+_PAGE = "_share_page"  # the page of this run (its URL path)
+_WRITTEN = "_share_written"  # (page, params) last written into the URL
+
+
+def start_run(page: str = "") -> None:
+    """Called by app.py before the sidebar: restore the shared keys, forget last run's page keys.
+    `page` is the URL path of the page this run shows."""
     from attnviz.ui.figure import reset_counter
 
+    st.session_state[_PAGE] = page
     st.session_state[_PAGE_KEYS] = {}
     st.session_state[_REVIVED] = set()
     reset_counter()
@@ -165,8 +171,12 @@ def sync_url() -> None:
     for key, value in st.query_params.items():
         if key not in done and key not in params:
             params[key] = value
-    if dict(st.query_params) != params:
+    # After a page switch the browser shows the new page's bare path whatever the server's copy of
+    # the query says, so the first run of each page writes the URL even when nothing else changed.
+    written = (st.session_state.get(_PAGE, ""), params)
+    if dict(st.query_params) != params or st.session_state.get(_WRITTEN) != written:
         st.query_params.from_dict(params)
+        st.session_state[_WRITTEN] = written
 
 
 def share_link() -> str:
