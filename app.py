@@ -48,6 +48,7 @@ nav = st.navigation(sections, position="top")
 share.start_run(nav.url_path)
 share.apply_presentation()
 sidebar.render()
+share.sync_url(early=True)  # a new page's URL has the model and text before the page has finished
 try:
     with app_shell():
         nav.run()

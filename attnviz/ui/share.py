@@ -85,7 +85,7 @@ def forget(*keys: str) -> None:
 
 
 _PAGE = "_share_page"  # the page of this run (its URL path)
-_WRITTEN = "_share_written"  # (page, params) last written into the URL
+_LAST_PAGE = "_share_last_page"  # the page whose run last ended
 
 
 def start_run(page: str = "") -> None:
@@ -158,12 +158,21 @@ def current_params() -> dict[str, str]:
     return out
 
 
-def sync_url() -> None:
-    """Write the current view into the URL (only when it changed) and remember the shared values.
+def sync_url(early: bool = False) -> None:
+    """Write the current view into the URL and remember the shared values.
 
     This is the one way settings reach the URL: no widget is bound to a query parameter
-    (Streamlit refuses any write to a bound parameter, and from_dict writes them all)."""
-    keep_values()
+    (Streamlit refuses any write to a bound parameter, and from_dict writes them all).
+    Written at the end of every run, changed or not: after a page switch the browser shows the
+    new page's bare path while the server's copy of the query still matches, and a run cut short
+    by a rerun may lose its message (the browser ignores a query equal to the one it shows).
+    early=True (after the sidebar) writes the model and text on the first run of a page, so a
+    slow page has them in its URL at once; later runs leave the URL alone until they end."""
+    page = st.session_state.get(_PAGE, "")
+    if early and st.session_state.get(_LAST_PAGE) == page:
+        return
+    if not early:
+        keep_values()
     params = current_params()
     # keep values meant for a page that has not run yet in this session (a link to page X
     # first opens the app's default page in some clients)
@@ -171,12 +180,9 @@ def sync_url() -> None:
     for key, value in st.query_params.items():
         if key not in done and key not in params:
             params[key] = value
-    # After a page switch the browser shows the new page's bare path whatever the server's copy of
-    # the query says, so the first run of each page writes the URL even when nothing else changed.
-    written = (st.session_state.get(_PAGE, ""), params)
-    if dict(st.query_params) != params or st.session_state.get(_WRITTEN) != written:
-        st.query_params.from_dict(params)
-        st.session_state[_WRITTEN] = written
+    st.query_params.from_dict(params)
+    if not early:
+        st.session_state[_LAST_PAGE] = page
 
 
 def share_link() -> str:
