@@ -11,7 +11,7 @@ import shutil
 import numpy as np
 
 from attnviz.errors import AttnvizError
-from attnviz.plots import NUMBERS_ATTR
+from attnviz.plotting import NUMBERS_ATTR
 
 CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome")
 
@@ -30,7 +30,7 @@ def _labels(axis: dict, n: int) -> list[str]:
 def figure_csv(fig) -> str:
     """The numbers behind a plotly figure as CSV.
 
-    A figure built with its exact numbers attached (attnviz.plots.attach_numbers: heatmaps of
+    A figure built with its exact numbers attached (attnviz.plotting.attach_numbers: heatmaps of
     attention, the grid of every head) exports those, with token labels. Otherwise heatmaps:
     one block per trace, a header row of column labels, then one row per y label; scatter/bar
     traces: columns trace, x, y. Images and invisible helper traces are skipped."""

@@ -1,7 +1,9 @@
-"""The records that flow through attnviz: model facts and one AttentionResult per input."""
+"""The records that flow through attnviz: a loaded model with its facts, and one AttentionResult per input."""
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -29,6 +31,20 @@ class ModelFacts:
     @property
     def causal(self) -> bool:
         return self.kind == "decoder"
+
+
+
+@dataclass
+class LoadedModel:
+    """A model ready for extraction. Shared between sessions: never mutate it."""
+
+    key: str
+    model: Any  # a transformers PreTrainedModel in eval mode, eager attention
+    tokenizer: Any
+    facts: ModelFacts
+    # one forward pass at a time per model: concurrent sessions must not oversubscribe cores.
+    # Re-entrant, so code holding it may call extract() (which takes it too) without deadlock.
+    lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
 
 @dataclass(frozen=True)

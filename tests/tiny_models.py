@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 
 from attnviz.models.hf import model_facts
-from attnviz.models.registry import LoadedModel
+from attnviz.types import LoadedModel
 
 
 def minilm_tokenizer():

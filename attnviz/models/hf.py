@@ -5,7 +5,7 @@ import os
 import socket
 from pathlib import Path
 
-from attnviz.errors import AttentionUnavailable, ModelNotFound
+from attnviz.errors import AttentionUnavailable, ModelMissing, ModelNotFound
 from attnviz.runtime import cached_folder, check_fits
 from attnviz.types import ModelFacts
 
@@ -139,7 +139,7 @@ def load_hf(name: str, *, gguf_file: str | None = None, source: str = ""):
         except OSError as e:
             last_error = e
     else:
-        raise ModelNotFound(not_found_message(name)) from last_error
+        raise ModelMissing(name) from last_error
 
     kind = model_kind(config)
     auto_cls = getattr(transformers, AUTO_CLASS[kind])
@@ -166,13 +166,3 @@ def load_hf(name: str, *, gguf_file: str | None = None, source: str = ""):
     facts = model_facts(config, name, source or ("folder" if is_folder else "hub / HF cache"),
                         architecture=type(model).__name__)
     return model, tokenizer, facts
-
-
-def not_found_message(name: str) -> str:
-    from attnviz.models.registry import available_models
-
-    options = [f"{key} ({label})" for key, label in available_models().items()]
-    return (
-        f"No model called {name!r} is available here: it is not a local folder, not in the HF cache, "
-        "and the HuggingFace hub cannot be reached. Available: " + "; ".join(options) + "."
-    )

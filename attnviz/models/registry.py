@@ -2,30 +2,16 @@
 from __future__ import annotations
 
 import importlib.util
-import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
-from attnviz.errors import ModelNotFound
+from attnviz.errors import ModelMissing, ModelNotFound
 from attnviz.models.hf import cached_hub_models, load_hf
 from attnviz.runtime import configure_threads
-from attnviz.types import ModelFacts
+from attnviz.types import LoadedModel, ModelFacts
 
 DEFAULT_MODEL = "minilm"
-
-
-@dataclass
-class LoadedModel:
-    """A model ready for extraction. Shared between sessions: never mutate it."""
-
-    key: str
-    model: Any  # a transformers PreTrainedModel in eval mode, eager attention
-    tokenizer: Any
-    facts: ModelFacts
-    # one forward pass at a time per model: concurrent sessions must not oversubscribe cores.
-    # Re-entrant, so code holding it may call extract() (which takes it too) without deadlock.
-    lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
 
 @dataclass(frozen=True)
@@ -66,6 +52,14 @@ def available_models() -> dict[str, str]:
     return out
 
 
+def not_found_message(name: str) -> str:
+    options = [f"{key} ({label})" for key, label in available_models().items()]
+    return (
+        f"No model called {name!r} is available here: it is not a local folder, not in the HF cache, "
+        "and the HuggingFace hub cannot be reached. Available: " + "; ".join(options) + "."
+    )
+
+
 def is_slow(key: str) -> bool:
     return key in PACKAGED and PACKAGED[key].slow
 
@@ -90,5 +84,8 @@ def load_model(key: str) -> LoadedModel:
 
         facts = replace(facts, name=key)
     else:
-        model, tok, facts = load_hf(key)
+        try:
+            model, tok, facts = load_hf(key)
+        except ModelMissing as e:
+            raise ModelNotFound(not_found_message(key)) from e
     return LoadedModel(key=key, model=model, tokenizer=tok, facts=facts)

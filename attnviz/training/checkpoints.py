@@ -50,7 +50,7 @@ def _load_revision(name: str, revision: str):
     from transformers import AutoConfig, AutoTokenizer
 
     from attnviz.models.hf import AUTO_CLASS, hub_reachable, model_facts, model_kind
-    from attnviz.models.registry import LoadedModel
+    from attnviz.types import LoadedModel
 
     local_only = not hub_reachable()
     try:

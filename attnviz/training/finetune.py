@@ -61,7 +61,7 @@ def finetune(config: FinetuneConfig = FinetuneConfig(), loaded=None, callback=No
 
     from attnviz.extract import extract
     from attnviz.models import load_model
-    from attnviz.models.registry import LoadedModel
+    from attnviz.types import LoadedModel
 
     start = time.perf_counter()
     old_threads = torch.get_num_threads()

@@ -7,8 +7,8 @@ import streamlit as st
 
 from attnviz.errors import AttnvizError
 from attnviz.export import figure_csv, figure_html, figure_image
-from attnviz.plots import _uses_coloraxis, no_si_prefixes
-from attnviz.ui.share import presenting
+from attnviz.plotting import _uses_coloraxis, no_si_prefixes
+from attnviz.ui.present import presenting
 
 PRESENT_FONT = 18  # px: the smallest figure text in presentation mode (the body text's size)
 PRESENT_TITLE = 22  # px: figure titles

@@ -1,5 +1,5 @@
-"""Shareable views: the model, text, page, chosen head and each page's main settings in the URL;
-and presentation mode (large fonts, larger figures, fewer controls)."""
+"""Shareable views: the model, text, page, chosen head and each page's main settings in the URL,
+and the shared settings kept across page switches."""
 from __future__ import annotations
 
 from urllib.parse import urlencode
@@ -91,12 +91,9 @@ _LAST_PAGE = "_share_last_page"  # the page whose run last ended
 def start_run(page: str = "") -> None:
     """Called by app.py before the sidebar: restore the shared keys, forget last run's page keys.
     `page` is the URL path of the page this run shows."""
-    from attnviz.ui.figure import reset_counter
-
     st.session_state[_PAGE] = page
     st.session_state[_PAGE_KEYS] = {}
     st.session_state[_REVIVED] = set()
-    reset_counter()
     _restore(GLOBAL_KEYS)
     _revive(GLOBAL_KEYS)
     dropped = st.session_state.pop(_LINK_RESET, None)
@@ -188,59 +185,3 @@ def sync_url(early: bool = False) -> None:
 def share_link() -> str:
     base = (st.context.url or "").split("?")[0]
     return base + ("?" + urlencode(current_params()) if current_params() else "")
-
-
-def render_link() -> None:
-    """A 'link to this view' box at the bottom of the sidebar (the code box has a copy button),
-    and the batch export of the page's figures."""
-    from attnviz.ui.figure import render_batch_export
-
-    render_batch_export()
-    with st.sidebar:
-        with st.expander("Link to this view", icon=":material/link:"):
-            st.code(share_link(), language=None, wrap_lines=True)
-            st.caption("Copy it with the button at the box's top right. Opening it restores the model, "
-                       "text, page, head and this page's main settings."
-                       + (" The text is too long to fit in a link." if len(st.session_state.get("text", "")) > MAX_TEXT_IN_URL else ""))
-
-
-def stop() -> None:
-    """st.stop() that first keeps the URL and the 'Link to this view' box current.
-
-    After st.stop() Streamlit drops every later command, app.py's closing sync included."""
-    sync_url()
-    render_link()
-    st.stop()
-
-
-def presenting() -> bool:
-    return bool(st.session_state.get("present"))
-
-
-def page_intro(title: str, text: str) -> None:
-    """A page's title and opening explanation. In presentation mode the explanation folds into an
-    'About this view' expander (the lecturer says it), so the figures start on the first screen."""
-    st.title(title)
-    if presenting():
-        with st.expander("About this view", icon=":material/info:"):
-            st.markdown(text)
-    else:
-        st.markdown(text)
-
-
-PRESENTATION_CSS = """
-<style>
-html { font-size: 21px; }
-[data-testid="stMain"] h1 { font-size: 2.4rem; }
-[data-testid="stMainBlockContainer"] { padding: 2.5rem 2rem 2rem 2rem; max-width: 100%; }
-[data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] p, .stCaption, .stCaption p, [data-testid="stCaption"] p { color: #2b2b2b !important; }
-/* metric values: smaller than Streamlit's 2.25rem at this root size, and wrapped, never cut ("9.66 GFL...") */
-[data-testid="stMetricValue"] { font-size: 1.6rem; }
-[data-testid="stMetricValue"] > div, [data-testid="stMetricLabel"] p { white-space: normal !important; overflow: visible !important; text-overflow: clip !important; }
-</style>
-"""
-
-
-def apply_presentation() -> None:
-    if presenting():
-        st.markdown(PRESENTATION_CSS, unsafe_allow_html=True)

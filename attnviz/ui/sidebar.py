@@ -6,7 +6,7 @@ import streamlit as st
 from attnviz.errors import AttnvizError
 from attnviz.examples import examples, long_text
 from attnviz.models.registry import DEFAULT_MODEL, PACKAGED, is_slow, package_dir
-from attnviz.ui.share import stop as stop_page
+from attnviz.ui.page import stop as stop_page
 
 OTHER = "other"  # model picker entry for a hub id or folder typed by the user
 TRAINED = "trained"  # model picker entry for a frame stored by the training page

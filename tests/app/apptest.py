@@ -7,7 +7,7 @@ from tests.conftest import APP
 
 
 def open_page(page: str, query: dict | None = None, timeout: float = 180, **state) -> AppTest:
-    """AppTest of app.py switched to `page` ("pages/x.py"), with session state and URL query
+    """AppTest of app.py switched to `page` ("app_pages/x.py"), with session state and URL query
     values set before the first run; asserts the page ran without an exception."""
     at = AppTest.from_file(APP, default_timeout=timeout)
     if query:

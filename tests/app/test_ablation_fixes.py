@@ -13,7 +13,7 @@ def _titles(at):
 
 
 def test_last_layer_ablation_explains_instead_of_an_empty_figure():
-    at = open_page("pages/ablation.py", ablated_by_model={"minilm": {(5, 3)}})  # MiniLM: layers 0-5
+    at = open_page("app_pages/ablation.py", ablated_by_model={"minilm": {(5, 3)}})  # MiniLM: layers 0-5
     assert not at.exception
     assert not any(LAYER_TITLE in t for t in _titles(at))
     notes = [i.value for i in at.info if "later attention" in i.value]
@@ -22,7 +22,7 @@ def test_last_layer_ablation_explains_instead_of_an_empty_figure():
 
 
 def test_earlier_ablation_still_draws_the_layer_figure():
-    at = open_page("pages/ablation.py", ablated_by_model={"minilm": {(4, 3), (5, 1)}})
+    at = open_page("app_pages/ablation.py", ablated_by_model={"minilm": {(4, 3), (5, 1)}})
     assert not at.exception
     fig = next(f for f in app_figures(at) if LAYER_TITLE in f["layout"]["title"]["text"])
     line = decode(fig["data"][0]["y"])
@@ -32,7 +32,7 @@ def test_earlier_ablation_still_draws_the_layer_figure():
 
 @pytest.mark.slow
 def test_causal_model_prediction_table_is_readable_and_says_kl():
-    at = open_page("pages/ablation.py", timeout=300, model_choice="smollm2", text="Line one.\nLine two.\nLine three.",
+    at = open_page("app_pages/ablation.py", timeout=300, model_choice="smollm2", text="Line one.\nLine two.\nLine three.",
                    ablated_by_model={"smollm2": {(0, 0), (1, 2)}})
     assert not at.exception
     labels = [m.label for m in at.metric]

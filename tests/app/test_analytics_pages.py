@@ -30,7 +30,7 @@ def result(minilm):
 def test_entropy_page_shows_head_means(result):
     from attnviz.metrics.entropy import head_entropy
 
-    at = _open("pages/entropy.py")
+    at = _open("app_pages/entropy.py")
     z = decode(_fig(at, 0)["data"][0]["z"])
     np.testing.assert_allclose(z, head_entropy(result)["head_normalised"], atol=1e-5)
     assert len(at.dataframe) == 1 and len(at.dataframe[0].value) == 72
@@ -45,7 +45,7 @@ def test_entropy_page_shows_head_means(result):
 def test_rollout_page_and_bad_input(result):
     from attnviz.metrics.rollout import rollout
 
-    at = _open("pages/rollout.py")
+    at = _open("app_pages/rollout.py")
     assert len(at.get("plotly_chart")) == 4  # raw, rollout, contribution bars, rollout vs flow bars
     bars = decode(_fig(at, 2)["data"][0]["y"])
     np.testing.assert_allclose(bars, rollout(result.attention)[-1, 0], atol=1e-5)
@@ -69,7 +69,7 @@ def test_rollout_page_attention_flow(result):
 
     mixes = mixing_matrices(fuse_heads(result.attention))
     expected = flow_shares(attention_flow(mixes, range(result.seq_len)))
-    at = _open("pages/rollout.py")
+    at = _open("app_pages/rollout.py")
     flow_fig = _fig(at, 3)
     assert [t["name"] for t in flow_fig["data"]] == ["rollout share", "flow share"]
     np.testing.assert_allclose(decode(flow_fig["data"][0]["y"]), rollout(result.attention)[-1, 0], atol=1e-5)
@@ -83,13 +83,13 @@ def test_rollout_page_attention_flow(result):
     two = flow_shares(attention_flow(mixes, range(result.seq_len), layer=1))
     np.testing.assert_allclose(decode(_fig(at, 5)["data"][0]["z"]), two, atol=1e-4)
 
-    long = open_page("pages/rollout.py", text=" ".join(["word"] * 40))
+    long = open_page("app_pages/rollout.py", text=" ".join(["word"] * 40))
     assert not long.exception and len(long.get("plotly_chart")) == 3
     assert "attention flow is offered up to 24" in " ".join(i.value for i in long.info)
 
 
 def test_head_roles_page():
-    at = _open("pages/head_roles.py")
+    at = _open("app_pages/head_roles.py")
     assert len(at.get("plotly_chart")) == 3  # role map, induction, duplicate-token
     assert "same column" in " ".join(i.value for i in at.info)  # [CLS] = first-token note
     at.radio(key="hr_scope").set_value("the current sentence").run()
@@ -103,7 +103,7 @@ def test_head_roles_induction_scores(minilm):
     from attnviz.extract import extract
     from attnviz.metrics.induction import repeated_text
 
-    at = _open("pages/head_roles.py", hr_words=12, hr_seqs=2)
+    at = _open("app_pages/head_roles.py", hr_words=12, hr_seqs=2)
     figs = {f["layout"]["title"]["text"].split(" per head")[0]: f for f in app_figures(at)[1:]}
     by_hand_ind, by_hand_dup = [], []
     for seed in (0, 1):
@@ -126,7 +126,7 @@ def test_head_roles_strongest_pairs_across_examples(minilm):
     from attnviz.examples import examples
     from attnviz.extract import extract
 
-    at = _open("pages/head_roles.py", hr_pairs_layer=0, hr_pairs_head=2)
+    at = _open("app_pages/head_roles.py", hr_pairs_layer=0, hr_pairs_head=2)
     table = at.dataframe[-2].value if len(at.dataframe) > 1 else at.dataframe[0].value
     best = 0.0
     for a, b in examples():
@@ -142,7 +142,7 @@ def test_head_roles_strongest_pairs_across_examples(minilm):
 
 
 def test_ablation_page_effect_and_bad_input():
-    at = _open("pages/ablation.py", ablated_by_model={"minilm": {(0, 2)}})
+    at = _open("app_pages/ablation.py", ablated_by_model={"minilm": {(0, 2)}})
     assert not at.warning
     assert len(at.metric) >= 1 and float(at.metric[0].value) > 0
     line = decode(_fig(at, 0)["data"][0]["y"])
@@ -154,7 +154,7 @@ def test_ablation_page_effect_and_bad_input():
 
 def test_ablated_heads_belong_to_their_model():
     """Heads switched off on one model stay off for it, and are not switched off on another."""
-    at = _open("pages/ablation.py")
+    at = _open("app_pages/ablation.py")
     at.multiselect(key="ab_heads").set_value(["L1 H0"]).run()
     assert at.session_state["ablated_by_model"] == {"minilm": {(1, 0)}}
     at.session_state["model_choice"] = "other"
@@ -167,13 +167,13 @@ def test_ablated_heads_belong_to_their_model():
 
 
 def test_ablation_link_restores_heads():
-    at = open_page("pages/ablation.py", query={"ab_heads": "L0 H2,L3 H5,L9 H9"}, text=TEXT)
+    at = open_page("app_pages/ablation.py", query={"ab_heads": "L0 H2,L3 H5,L9 H9"}, text=TEXT)
     assert at.multiselect(key="ab_heads").value == ["L0 H2", "L3 H5"]  # L9 H9 does not exist here
     assert at.session_state["ablated_by_model"]["minilm"] == {(0, 2), (3, 5)}
 
 
 def test_compare_page_and_different_lengths():
-    at = _open("pages/compare.py")
+    at = _open("app_pages/compare.py")
     assert len(at.get("plotly_chart")) == 4
     diff = decode(_fig(at, 2)["data"][0]["z"])
     assert np.abs(diff).max() > 0
@@ -190,7 +190,7 @@ def test_compare_long_text_is_cut_and_copied_into_b(minilm):
     from attnviz.examples import long_text
 
     text = long_text()[:3000]
-    at = open_page("pages/compare.py", text=text)
+    at = open_page("app_pages/compare.py", text=text)
     assert not at.exception
     shown = " ".join(m.value for m in at.markdown if m.value.startswith("**A**"))
     assert "512 tokens" in shown and len(shown) < 400

@@ -9,7 +9,7 @@ from streamlit.testing.v1 import AppTest
 from tests.conftest import APP
 
 ROOT = Path(APP).parent
-SOURCES = {"pages/training.py": ["pages/training.py", "attnviz/ui/training_widgets.py"]}
+SOURCES = {"app_pages/training.py": ["app_pages/training.py", "attnviz/ui/training_widgets.py"]}
 BIND = re.compile(r'"(\w+)": (int|float|str|bool)\b')
 
 
@@ -22,7 +22,7 @@ def _bound_keys(page: str) -> dict[str, str]:
     return keys
 
 
-PAGES = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "pages").glob("*.py") if _bound_keys(str(p.relative_to(ROOT))))
+PAGES = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "app_pages").glob("*.py") if _bound_keys(str(p.relative_to(ROOT))))
 ABSURD = {"int": ["999999", "-999999"], "float": ["1e9", "-1e9"], "str": ["no-such-value"], "bool": ["maybe"]}
 
 
@@ -44,7 +44,7 @@ def test_out_of_range_slider_value_is_dropped_with_a_notice():
     at = AppTest.from_file(APP, default_timeout=180)
     at.query_params.update({"ro_residual": "5", "ro_fusion": "max"})
     at.run()
-    at.switch_page("pages/rollout.py")
+    at.switch_page("app_pages/rollout.py")
     at.run()
     assert not at.exception
     assert at.slider(key="ro_residual").value == 0.5  # the default
@@ -52,7 +52,7 @@ def test_out_of_range_slider_value_is_dropped_with_a_notice():
     ok = AppTest.from_file(APP, default_timeout=180)  # control: in-range link values are kept
     ok.query_params.update({"ro_residual": "0.7", "ro_fusion": "max"})
     ok.run()
-    ok.switch_page("pages/rollout.py")
+    ok.switch_page("app_pages/rollout.py")
     ok.run()
     assert ok.slider(key="ro_residual").value == 0.7 and ok.selectbox(key="ro_fusion").value == "max"
     assert not ok.toast

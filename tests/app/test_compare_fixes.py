@@ -43,7 +43,7 @@ def tiny_bert_folder(tmp_path_factory):
 
 
 def test_model_b_without_the_head_says_which_head_is_shown(tiny_bert_folder):
-    at = open_page("pages/compare.py", layer=5, head=6)
+    at = open_page("app_pages/compare.py", layer=5, head=6)
     assert "L5 H6" in app_figures(at)[0]["layout"]["title"]["text"]  # two sentences: the shared head
     at.radio(key="cmp_mode").set_value("Two models").run()
     at.selectbox(key="cmp_model_pick").set_value("other").run()
@@ -60,12 +60,12 @@ def test_model_b_without_the_head_says_which_head_is_shown(tiny_bert_folder):
 
 
 def test_same_model_shows_no_head_note():
-    at = open_page("pages/compare.py", layer=5, head=6)
+    at = open_page("app_pages/compare.py", layer=5, head=6)
     assert not [i.value for i in at.info if "The head changed" in i.value]
 
 
 def test_colour_scales_are_monotonic_and_zero_is_white():
-    at = open_page("pages/compare.py")
+    at = open_page("app_pages/compare.py")
     figs = app_figures(at)
     for fig in figs:
         for _, colour in _stops(fig):

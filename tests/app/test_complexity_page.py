@@ -4,7 +4,7 @@ import json
 import pytest
 from streamlit.testing.v1 import AppTest
 
-PAGE = "pages/complexity.py"
+PAGE = "app_pages/complexity.py"
 
 
 @pytest.fixture

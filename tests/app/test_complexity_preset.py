@@ -4,7 +4,7 @@ import pytest
 
 from tests.app.apptest import open_page
 
-PAGE = "pages/complexity.py"
+PAGE = "app_pages/complexity.py"
 
 
 def _metrics(at):

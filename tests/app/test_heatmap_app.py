@@ -19,7 +19,7 @@ def _heatmap_z(at):
 def heatmap():
     at = AppTest.from_file(APP, default_timeout=180)
     at.run()
-    at.switch_page("pages/heatmap.py")
+    at.switch_page("app_pages/heatmap.py")
     at.run()
     assert not at.exception, at.exception
     return at
@@ -97,7 +97,7 @@ def test_url_restores_the_view_without_widget_warnings():
     at.query_params.update({"layer": "4", "head": "7", "hm_renorm": "0", "hm_hide_special": "1",
                             "text": "Shared links work."})
     at.run()
-    at.switch_page("pages/heatmap.py")
+    at.switch_page("app_pages/heatmap.py")
     at.run()
     assert not at.exception
     assert (at.session_state["layer"], at.session_state["head"]) == (4, 7)
@@ -112,7 +112,7 @@ def test_presentation_mode_hides_exports():
     at = AppTest.from_file(APP, default_timeout=180)
     at.query_params["present"] = "1"
     at.run()
-    at.switch_page("pages/heatmap.py")
+    at.switch_page("app_pages/heatmap.py")
     at.run()
     assert not at.exception and at.session_state["present"] is True
     labels = [b.label for b in at.get("download_button")]
@@ -132,7 +132,7 @@ def test_text_view_shades_the_focus_row_and_column(minilm):
     def weights(at):
         return [np.array([float(w) for w in re.findall(r'data-weight="([^"]+)"', h.proto.body)]) for h in at.get("html")]
 
-    at = open_page("pages/heatmap.py")
+    at = open_page("app_pages/heatmap.py")
     r = extract(minilm, at.session_state["text"])
     row, col = weights(at)
     np.testing.assert_allclose(row, r.attention[0, 0, 1], atol=1e-6)  # default: layer 0, head 0, token 1

@@ -1,6 +1,5 @@
-"""Issue 17: the home page links every page of app.py's PAGES list; no page mentions 'the course
+"""Issue 17: the home page links every page of page registry; no page mentions 'the course
 texts' the audience does not have."""
-import ast
 import re
 from pathlib import Path
 
@@ -12,9 +11,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _registry() -> list[tuple[str, str, str]]:
-    tree = ast.parse((ROOT / "app.py").read_text())
-    node = next(n for n in tree.body if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "PAGES")
-    return [(e.elts[0].value, e.elts[1].value, e.elts[2].value) for e in node.value.elts]
+    from attnviz.ui.registry import PAGES
+
+    return [(spec.section, spec.file, spec.title) for spec in PAGES]
 
 
 def test_home_links_every_page():
@@ -22,7 +21,7 @@ def test_home_links_every_page():
     at.run()
     assert not at.exception
     links = [(el.proto.label, el.proto.page) for el in at.get("page_link")]
-    expected = [title for _, file, title in _registry() if file != "pages/home.py" and (ROOT / file).exists()]
+    expected = [title for _, file, title in _registry() if file != "app_pages/home.py" and (ROOT / file).exists()]
     assert len(expected) >= 18
     assert [label for label, _ in links] == expected  # every page, once, in the navigation's order
     learn = [title for section, _, title in _registry() if section == "Learn"]
@@ -33,7 +32,7 @@ def test_home_links_every_page():
 
 def test_no_page_mentions_the_course_texts():
     found = []
-    for path in list((ROOT / "pages").glob("*.py")) + list((ROOT / "attnviz").rglob("*.py")):
+    for path in list((ROOT / "app_pages").glob("*.py")) + list((ROOT / "attnviz").rglob("*.py")):
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
             if re.search(r"course text", line, re.IGNORECASE):
                 found.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")

@@ -30,7 +30,7 @@ K = np.array([[1, 1, 0, 0], [0, 0, 1, 1], [1, 0, 1, 0]], float)
 # ------------------------------------------------------------------------------ temperature
 @pytest.mark.parametrize("typed, used", [("1e9", 1000.0), ("inf", 1000.0), ("1e-300", 0.001)])
 def test_temperature_out_of_range_is_clamped_with_a_visible_warning(typed, used):
-    at = open_page("pages/lab_temperature.py")
+    at = open_page("app_pages/lab_temperature.py")
     at.text_input(key="temp_typed").set_value(typed).run()
     assert not at.exception
     warnings = [w.value for w in at.warning]
@@ -42,7 +42,7 @@ def test_temperature_out_of_range_is_clamped_with_a_visible_warning(typed, used)
 @pytest.mark.parametrize("typed, fragment", [("-1", "greater than 0"), ("nan", "greater than 0"),
                                              ("abc", "not a number")])
 def test_temperature_refused_falls_back_to_the_slider_and_keeps_the_page(typed, fragment):
-    at = open_page("pages/lab_temperature.py")
+    at = open_page("app_pages/lab_temperature.py")
     at.select_slider(key="temp_T").set_value(2.0).run()
     at.text_input(key="temp_typed").set_value(typed).run()
     assert not at.exception
@@ -51,7 +51,7 @@ def test_temperature_refused_falls_back_to_the_slider_and_keeps_the_page(typed, 
 
 
 def test_temperature_matrix_warning_is_outside_the_collapsed_editor():
-    at = open_page("pages/lab_temperature.py")
+    at = open_page("app_pages/lab_temperature.py")
     at.text_area(key="temp_q").set_value("1 0 1\n0 1").run()
     assert not at.exception
     inside = [w.value for w in at.expander[0].warning] if at.expander else []
@@ -60,7 +60,7 @@ def test_temperature_matrix_warning_is_outside_the_collapsed_editor():
 
 
 def test_temperature_reset_restores_the_worked_example():
-    at = open_page("pages/lab_temperature.py")
+    at = open_page("app_pages/lab_temperature.py")
     at.text_area(key="temp_q").set_value("2 0 0 0\n0 1 0 1\n1 1 0 0").run()
     assert not np.allclose(_z(at, 0), _softmax_rows(Q @ K.T / 2), atol=1e-4)
     at.button(key="temp_reset").click().run()
@@ -76,7 +76,7 @@ def _kv_spec(at):
 @pytest.mark.parametrize("step", [1, 2, 7])
 def test_kv_cache_text_and_figure_agree(step):
     prompt = "the cat sat on the"
-    at = open_page("pages/lab_kv_cache.py", query={"kv_step": str(step)})
+    at = open_page("app_pages/lab_kv_cache.py", query={"kv_step": str(step)})
     assert at.slider(key="kv_step").value == step
     text = " ".join(m.value for m in at.markdown)
     before = int(re.search(r"Cache before the step: \*\*(\d+) tokens", text).group(1))
@@ -98,7 +98,7 @@ def test_quiz_shows_choices_in_the_sessions_order_and_checks_by_meaning():
 
     from attnviz.lab.quiz import QUESTIONS, arrange
 
-    at = open_page("pages/lab_quiz.py", quiz_seed=7)
+    at = open_page("app_pages/lab_quiz.py", quiz_seed=7)
     order = arrange(7)
     positions = Counter()
     for q in QUESTIONS:
@@ -115,7 +115,7 @@ def test_quiz_shows_choices_in_the_sessions_order_and_checks_by_meaning():
 def test_quiz_start_again_clears_answers_and_reshuffles():
     from attnviz.lab.quiz import QUESTIONS
 
-    at = open_page("pages/lab_quiz.py", quiz_seed=7)
+    at = open_page("app_pages/lab_quiz.py", quiz_seed=7)
     for q in QUESTIONS[:3]:
         at.radio(key=f"quiz_{q.key}").set_value(q.answer).run()
     assert any("3 right out of 3 answered" in p.proto.text for p in at.get("progress"))

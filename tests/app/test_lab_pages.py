@@ -15,7 +15,7 @@ LAB = ["lab_steps", "lab_scaling", "lab_temperature", "lab_masks", "lab_multihea
 def _open(page: str) -> AppTest:
     at = AppTest.from_file(str(APP), default_timeout=120)
     at.run()
-    at.switch_page(f"pages/{page}.py")
+    at.switch_page(f"app_pages/{page}.py")
     at.run()
     assert not at.exception, at.exception
     return at

@@ -12,7 +12,7 @@ def _open(page: str, params: dict[str, str]) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=180)
     at.query_params.update(params)
     at.run()  # the home page
-    at.switch_page(f"pages/{page}.py")
+    at.switch_page(f"app_pages/{page}.py")
     at.run()
     assert not at.exception, at.exception
     assert not [w.value for w in at.warning if "Session State" in w.value]

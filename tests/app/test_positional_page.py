@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from tests.conftest import ROOT
 
-PAGE = "pages/positional.py"
+PAGE = "app_pages/positional.py"
 
 
 def _z(spec: dict, trace: int = 0, key: str = "z") -> np.ndarray:

@@ -6,7 +6,7 @@ from tests.app.apptest import open_page
 from tests.figures import app_figures, decode
 
 TEXT = "The cat sat on the mat because it was tired."
-PAGE = "pages/query_key.py"
+PAGE = "app_pages/query_key.py"
 
 
 def _figure(at, title_part: str) -> dict:
@@ -27,7 +27,7 @@ def result(minilm):
 
 
 def test_page_shows_the_extracted_row_and_follows_the_widgets(result, minilm):
-    from attnviz.qk import query_key
+    from attnviz.query_key.qk import query_key
 
     at = open_page(PAGE, text=TEXT, layer=0, head=0)
     assert not at.warning, [w.value for w in at.warning]

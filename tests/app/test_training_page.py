@@ -14,7 +14,7 @@ APP = str(Path(__file__).resolve().parents[2] / "app.py")
 def _open():
     at = AppTest.from_file(APP, default_timeout=120)
     at.run()
-    at.switch_page("pages/training.py")
+    at.switch_page("app_pages/training.py")
     at.run()
     assert not at.exception, at.exception
     return at
@@ -107,11 +107,11 @@ def test_other_sources_open():
 def test_task_and_steps_come_from_the_link():
     from tests.app.apptest import open_page
 
-    at = open_page("pages/training.py", query={"tr_task": "sort", "tr_steps": "120"})
+    at = open_page("app_pages/training.py", query={"tr_task": "sort", "tr_steps": "120"})
     assert at.selectbox(key="tr_task").value == "sort"
     assert at.number_input(key="tr_steps").value == 120
     assert "sort" in " ".join(c.value for c in at.caption).lower()  # the sort task's expectation is shown
     assert at.query_params["tr_task"] in ("sort", ["sort"])
-    bad = open_page("pages/training.py", query={"tr_task": "nonsense", "tr_steps": "many"})
+    bad = open_page("app_pages/training.py", query={"tr_task": "nonsense", "tr_steps": "many"})
     assert bad.selectbox(key="tr_task").value == "reverse"  # unknown values fall back to the defaults
     assert bad.number_input(key="tr_steps").value != "many" and not bad.exception

@@ -4,7 +4,6 @@ every failure (exception box, page error, console error, request off this machin
 traceback, lost sidebar text or model) collected per page, control and option."""
 from __future__ import annotations
 
-import ast
 import json
 import os
 import re
@@ -63,13 +62,10 @@ BENIGN_CONSOLE = [
 
 
 def app_pages() -> list[tuple[str, str, str]]:
-    """(section, file, title) of every page in app.py's PAGES whose file exists, in order."""
-    tree = ast.parse((ROOT / "app.py").read_text())
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "PAGES":
-            rows = ast.literal_eval(node.value)
-            return [(s, f, t) for s, f, t, *_ in rows if (ROOT / f).exists()]
-    raise AssertionError("app.py has no PAGES list")
+    """(section, file, title) of every page in the registry, in navigation order."""
+    from attnviz.ui.registry import PAGES
+
+    return [(spec.section, spec.file, spec.title) for spec in PAGES]
 
 
 # ----------------------------------------------------------------------------- records

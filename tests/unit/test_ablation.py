@@ -10,7 +10,7 @@ from attnviz.extract import extract
 from attnviz.metrics.ablation import (ablate, attention_change, check_heads, cosine_distance, effect, output_projection,
                                       rank_heads, run)
 from attnviz.models.hf import model_facts
-from attnviz.models.registry import LoadedModel
+from attnviz.types import LoadedModel
 
 TEXT = "The cat sat on the mat because it was tired."
 

@@ -4,7 +4,7 @@ import math
 import numpy as np
 import pytest
 
-from attnviz import complexity as cx
+from attnviz.complexity import costs as cx
 from attnviz.errors import BadInput
 
 BERT = cx.PRESETS["BERT-base"].config  # n=512, d=768, h=12, L=12, fp16, d_ff=3072

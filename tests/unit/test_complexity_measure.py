@@ -5,8 +5,8 @@ import threading
 import numpy as np
 import pytest
 
-from attnviz import complexity_bench
-from attnviz import complexity_measure as cm
+from attnviz.bench import complexity as complexity_bench
+from attnviz.complexity import measure as cm
 from attnviz.errors import BadInput
 
 torch = pytest.importorskip("torch")

@@ -8,7 +8,7 @@ import pytest
 from attnviz.errors import AttnvizError
 from attnviz.export import figure_csv, figure_html, load_result_npz, result_npz
 from attnviz.extract import extract
-from attnviz.plots import heatmap_figure
+from attnviz.heatmap.figures import heatmap_figure
 
 
 def test_heatmap_csv_has_exact_weights_and_token_labels():

@@ -15,8 +15,9 @@ import streamlit  # noqa: F401  (registers the 'streamlit' plotly template as th
 
 from attnviz.export import chromium_path, figure_csv, figure_html, figure_image, figures_zip
 from attnviz.extract import extract
-from attnviz.plots import heatmap_figure
-from attnviz.raster import GridLayout, default_thumb, grid_figure, grid_png
+from attnviz.heatmap.figures import heatmap_figure
+from attnviz.heatmap.raster import GridLayout, default_thumb, grid_png
+from attnviz.heatmap.figures import grid_figure
 
 TEXT = "The extraordinarily unconventional cat sat on the mat."
 needs_chromium = pytest.mark.skipif(chromium_path() is None, reason="server-side export needs Chromium")

@@ -11,7 +11,8 @@ from plotly.colors import get_colorscale, sample_colorscale
 
 from attnviz.export import figure_csv
 from attnviz.extract import extract
-from attnviz.plots import WEIGHT_FORMAT, focus_figure, heatmap_figure, log_ticks, no_si_prefixes
+from attnviz.plotting import WEIGHT_FORMAT, log_ticks, no_si_prefixes
+from attnviz.heatmap.figures import focus_figure, heatmap_figure
 from tests.tiny_models import tiny_loaded
 
 

@@ -4,7 +4,7 @@ import pytest
 
 
 def test_shared_colour_max_short_and_long():
-    from attnviz.plots_analytics import shared_colour_max
+    from attnviz.metrics.figures import shared_colour_max
 
     a, b = np.zeros((5, 5)), np.zeros((5, 5))
     a[1, 2], b[3, 3] = 0.4, 0.7

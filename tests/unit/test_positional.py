@@ -221,7 +221,7 @@ def test_comparison_table_facts():
 
 
 def test_pool_and_figure_size():
-    from attnviz.positional import plots
+    from attnviz.positional import figures as plots
 
     m = np.arange(12, dtype=float).reshape(3, 4)
     pooled, rows, cols, block = plots.pool(m, 2, 2)

@@ -9,7 +9,7 @@ from attnviz import positional as pe
 
 def _loaded(model, name):
     from attnviz.models.hf import model_facts
-    from attnviz.models.registry import LoadedModel
+    from attnviz.types import LoadedModel
 
     model.eval()
     return LoadedModel(key=name, model=model, tokenizer=None, facts=model_facts(model.config, name))

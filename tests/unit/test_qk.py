@@ -5,7 +5,7 @@ import torch
 
 from attnviz.errors import AttentionUnavailable, BadInput
 from attnviz.extract import extract
-from attnviz.qk import query_key, query_row, top_keys
+from attnviz.query_key.qk import query_key, query_row, top_keys
 from tests.tiny_models import tiny_loaded
 
 SENTENCE = "The cat sat on the mat because it was tired."

@@ -4,7 +4,9 @@ import io
 import numpy as np
 from PIL import Image
 
-from attnviz.raster import GridLayout, colour_lut, grid_figure, grid_png, thumbnail
+from attnviz.heatmap.raster import GridLayout, grid_png, thumbnail
+from attnviz.heatmap.figures import grid_figure
+from attnviz.plotting import colour_lut
 
 
 def test_thumbnail_block_mean_keeps_mass():

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from attnviz.errors import BadInput
-from attnviz.text_view import shaded_text_html
+from attnviz.heatmap.text_view import shaded_text_html
 
 
 def _spans(html):

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from attnviz.errors import BadInput
-from attnviz.views import colour_range, select_view
+from attnviz.heatmap.views import colour_range, select_view
 
 M = np.array([[0.5, 0.2, 0.3],
               [0.1, 0.6, 0.3],
@@ -72,7 +72,7 @@ def test_colour_scales():
 def test_log_colorscale_follows_log10_of_the_weight():
     from plotly.colors import get_colorscale, sample_colorscale
 
-    from attnviz.plots import log_colorscale
+    from attnviz.plotting import log_colorscale
 
     stops = log_colorscale("Viridis", 1e-4, 1.0, n_stops=5)  # weights 1e-4, 1e-3, 1e-2, 1e-1, 1
     positions = [p for p, _ in stops]

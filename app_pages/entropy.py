@@ -1,0 +1,72 @@
+"""Entropy page: how focused or spread out each head's attention is."""
+import numpy as np
+import streamlit as st
+
+from attnviz.metrics.entropy import head_mean, padding_mask
+from attnviz.metrics.figures import head_grid, token_bars
+from attnviz.ui import metrics as aw
+from attnviz.ui.sidebar import require_result
+from attnviz.ui.figure import show_figure
+from attnviz.ui.share import bind
+from attnviz.ui.present import page_intro
+from attnviz.ui.page import stop as stop_page
+
+page_intro("Attention entropy",
+    "Each query row of a head is a probability distribution over the keys it may look at. Its **entropy** "
+    "H = −Σ p log p (in nats) measures how spread out that distribution is. **Low** entropy means the head "
+    "is focused: most weight lands on one or a few tokens (a previous-token head, a [SEP] sink). **High** "
+    "entropy means broad, bag-of-words averaging. Dividing by log(number of keys the row may see) gives a "
+    "**normalised** entropy between 0 (all weight on one key) and 1 (uniform); for causal models each row "
+    "is divided by its own key count, and a row that sees a single key scores 0."
+)
+
+result = require_result()
+analysis = aw.analysis_of_sidebar()
+ent = analysis.entropy
+ablated = aw.ablated_heads()
+
+bind({"en_unit": str, "en_special": bool})
+st.session_state.setdefault("en_special", True)
+c1, c2 = st.columns(2)
+unit = c1.radio("Show", ["normalised (0–1)", "nats"], horizontal=True, key="en_unit",
+                help="Normalised entropy compares heads fairly across rows of different lengths.")
+include_special = c2.toggle("Include [CLS]/[SEP] rows in the head means", key="en_special",
+                            help="Special tokens often attend in their own way; leave them out to see the words only.")
+per_row = ent["normalised"] if unit.startswith("normalised") else ent["nats"]
+valid = ~padding_mask(result.tokens, result.special_mask)
+if not include_special:
+    valid = valid & ~np.asarray(result.special_mask, dtype=bool)
+if not valid.any():
+    st.warning("The text has only special tokens, so there is no word row to average. Include the special rows.")
+    stop_page()
+means = head_mean(per_row, valid)
+label = "normalised entropy" if unit.startswith("normalised") else "entropy (nats)"
+zmax = 1.0 if unit.startswith("normalised") else float(np.log(result.seq_len)) or 1.0
+
+layer, head = aw.current_head(result.n_layers, result.n_heads)
+fig = head_grid(means, title=f"Mean {label} per head · {result.seq_len} tokens", colorbar=label,
+                zmin=0.0, zmax=zmax, colorscale="Viridis", ablated=ablated, selected=(layer, head))
+st.caption("Dark = focused, bright = broad. Click a cell to open that head on the heatmap page."
+           + (" Red crosses mark ablated heads (their own weights are unchanged by ablation)." if ablated else ""))
+aw.clickable_head_grid(fig, "en_grid")
+
+left, right = st.columns([1, 2])
+with left:
+    st.markdown("**All heads, sortable** (click a column header)")
+    table = aw.head_table({label: means})
+    table["ablated"] = [(l, h) in ablated for l, h in zip(table["layer"], table["head"])]
+    st.dataframe(table.sort_values(label), hide_index=True, height=420, width="stretch")
+with right:
+    st.markdown("**Entropy of every token's row in one head**")
+    sel_layer, sel_head = aw.head_selectors("en", result.n_layers, result.n_heads)
+    values = per_row[sel_layer, sel_head]
+    bars = token_bars(values, result.tokens, title=f"{label} per query token · layer {sel_layer}, head {sel_head}",
+                      ytitle=label, special_mask=result.special_mask)
+    if unit.startswith("normalised"):
+        bars.update_yaxes(range=[0, 1.02])
+    show_figure(bars, key="en_bars")
+    st.caption(f"Head mean: {means[sel_layer, sel_head]:.3f}. Light bars are special tokens. "
+               f"Uniform attention over n keys has entropy log n ({np.log(result.seq_len):.2f} nats for all "
+               f"{result.seq_len} tokens); attention on one key has 0.")
+    if st.button("Open this head on the heatmap page", key="en_open"):
+        aw.open_head(sel_layer, sel_head)

@@ -1,0 +1,185 @@
+"""Heatmap page: every head as thumbnails, one head in detail, and one token across heads."""
+import numpy as np
+import streamlit as st
+
+from attnviz.errors import BadInput
+from attnviz.plotting import PALETTES
+from attnviz.heatmap.figures import focus_figure, heatmap_figure, lines_figure
+from attnviz.heatmap.raster import GridLayout, default_thumb, grid_png
+from attnviz.heatmap.figures import grid_figure
+from attnviz.export import result_npz
+from attnviz.ui.metrics import ablated_heads
+from attnviz.ui.figure import show_figure
+from attnviz.ui.heads import consume_selection, head_picker, token_picker
+from attnviz.ui.share import bind
+from attnviz.ui.present import presenting
+from attnviz.ui.page import stop as stop_page
+from attnviz.heatmap.text_view import shaded_text_html
+from attnviz.ui.sidebar import require_result
+from attnviz.heatmap.views import PAIR_BLOCKS, colour_range, select_view
+
+bind({"hm_stack": str, "hm_hide_special": bool, "hm_renorm": bool, "hm_scale": str, "hm_palette": str,
+      "hm_block": str, "hm_focus": int})
+
+STACK_LABELS = {"self": "self-attention", "decoder": "decoder self-attention", "cross": "cross-attention (decoder → encoder)"}
+
+st.title("Attention heatmap")
+st.caption("Each cell is the softmax weight one token (a row, the query) puts on another token "
+           "(a column, the key). Every row sums to 1.")
+
+result = require_result()
+facts = result.facts
+st.markdown(f"**{facts.name}** · `{facts.architecture}` · {facts.kind}"
+            f"{' (causal: a token sees only itself and earlier tokens)' if facts.causal else ''} · "
+            f"{result.n_layers} layers × {result.n_heads} heads · d_model {facts.d_model} · "
+            f"**{result.seq_len} tokens**")
+
+st.session_state.setdefault("hm_stack", "self")
+if result.stacks != ("self",):
+    st.radio("Attention", result.stacks, format_func=lambda s: STACK_LABELS[s] if s != "self" else "encoder self-attention",
+             key="hm_stack", horizontal=True)
+else:
+    st.session_state["hm_stack"] = "self"
+which = st.session_state["hm_stack"]
+attention, q_tokens, k_tokens = result.stack(which)
+q_special, k_special = result.specials(which)
+n_layers, n_heads = attention.shape[:2]
+
+clicked = consume_selection("hm_grid")
+if clicked:
+    st.session_state["layer"], st.session_state["head"] = clicked
+ablated = ablated_heads()
+
+st.session_state.setdefault("hm_renorm", True)
+with st.expander("Display options", expanded=False) if not presenting() else st.container(height=1, border=False):
+    c1, c2, c3 = st.columns(3)
+    with c1:
+        st.toggle("Hide special tokens ([CLS], [SEP], …)", key="hm_hide_special")
+        st.toggle("Renormalise rows after hiding", key="hm_renorm",
+                  help="On: each visible row is rescaled to sum to 1 again. Off: rows show the original "
+                       "weights, so they sum to less than 1 where special tokens took weight.")
+    with c2:
+        st.radio("Colour scale", ["linear", "clip", "log"], key="hm_scale", horizontal=True,
+                 format_func={"linear": "linear", "clip": "clip at 99th pct", "log": "log10"}.get,
+                 help="Special tokens often take most of the weight and wash out the rest: clip or log "
+                      "shows the smaller weights. Hover always shows the exact weight.")
+        st.selectbox("Palette", list(PALETTES), key="hm_palette")
+    with c3:
+        if result.is_pair and which == "self":
+            st.radio("Sentence-pair block", list(PAIR_BLOCKS), key="hm_block", horizontal=True,
+                     help="A→B: rows of sentence A, columns of sentence B.")
+block = st.session_state.get("hm_block", "all") if (result.is_pair and which == "self") else "all"
+hide = st.session_state.get("hm_hide_special", False)
+renorm = st.session_state.get("hm_renorm", True)
+scale = st.session_state.get("hm_scale", "linear")
+palette = PALETTES[st.session_state.get("hm_palette", next(iter(PALETTES)))]
+
+# --- every head -------------------------------------------------------------------------
+layer, head = head_picker(n_layers, n_heads, "hm", columns=st.columns([1, 1, 4])[:2] if presenting() else None)
+st.subheader("Every head")
+grid_col, grid_text = st.columns([3, 1])
+with grid_text:
+    st.markdown(
+        "One thumbnail per head: rows are layers (0 = nearest the input), columns are heads. "
+        "Each thumbnail is coloured relative to its own largest weight, so faint heads still "
+        "show their shape. **Click a thumbnail** to open that head below; the open head has a red "
+        "frame" + (", ablated heads a grey one." if ablated else "."))
+    st.caption("Common shapes: a vertical stripe (everyone attends to one token, often [CLS] or "
+               "[SEP]), a diagonal (each token attends to itself), a line just off the diagonal "
+               "(previous or next token), a blur (broad attention).")
+with grid_col:
+    layout = GridLayout(n_layers, n_heads, default_thumb(n_layers, n_heads, attention.shape[2]), 2)
+    png = grid_png(attention, layout, palette, selected=(layer, head), ablated=ablated)
+    show_figure(grid_figure(png, layout, ablated=ablated, attention=attention, tokens=q_tokens, key_tokens=k_tokens),
+                key="hm_grid", name="all-heads", on_select="rerun",
+                selection_mode="points", exports=False)
+
+# --- one head ---------------------------------------------------------------------------
+st.subheader(f"Layer {layer}, head {head}" + (" (ablated elsewhere: weights shown are its own)" if (layer, head) in ablated else ""))
+try:
+    view = select_view(attention[layer, head], q_special, result.segment_ids if which == "self" else None,
+                       hide_special=hide, renormalise=renorm, block=block,
+                       key_special_mask=k_special)
+except BadInput as e:
+    st.warning(str(e))
+    stop_page()
+zmin, zmax, log_floor = colour_range(view.values, scale)
+fig_col, info_col = st.columns([3, 1])
+with fig_col:
+    show_figure(
+        heatmap_figure(view.values, q_tokens, k_tokens, rows=view.rows, cols=view.cols,
+                       zmin=zmin, zmax=zmax, colorscale=palette, log_floor=log_floor,
+                       colorbar_title="renormalised weight" if view.renormalised else "weight",
+                       causal=which == "decoder" or (which == "self" and facts.causal)),
+        key="hm_heatmap", name=f"attention-layer{layer}-head{head}")
+with info_col:
+    full = attention[layer, head]
+    if k_special.any():
+        st.metric("Mean weight on special tokens", f"{float(full[:, k_special].sum(axis=1).mean()):.1%}",
+                  help="Average over rows of the weight on [CLS], [SEP] and other special tokens.")
+    else:
+        st.metric("Mean weight on the first token", f"{float(full[:, 0].mean()):.1%}",
+                  help="Many causal models park unused attention on the first token (an 'attention sink').")
+    st.metric("Largest weight", f"{float(full.max()):.4f}")
+    st.markdown("Read a **row** to see what that token gathers information from; read a **column** "
+                "to see who gathers from that token.")
+    if hide:
+        st.caption("Special tokens are hidden. " + ("Rows are renormalised to sum to 1 over the visible tokens."
+                                                   if view.renormalised else "Rows are not renormalised: they sum to "
+                                                   "less than 1 where special tokens took weight."))
+    if scale != "linear":
+        st.caption("Colours are " + ("clipped at the 99th percentile: larger weights share the top colour"
+                                     if scale == "clip" else "spaced by log10 of the weight, so small weights get "
+                                     "distinct colours") + "; hover and exports show the exact weight.")
+    if attention.shape[2] > 160:
+        st.caption("Long input: the axes label every few tokens; hover names every token.")
+
+# --- token focus ------------------------------------------------------------------------
+st.subheader("Token focus")
+if not presenting():  # the lecturer says it; the heading stays on the figures' screen
+    st.markdown("Choose a token to see, for every head of this layer, what it attends to (its row) and "
+                "what attends to it (its column).")
+n_q = attention.shape[2]
+# a new text keeps the position if it still exists, else the first word
+focus = token_picker(q_tokens, "hm_focus", default=1 if n_q > 2 else 0)
+layer_heads_ablated = {h for (l, h) in ablated if l == layer}
+c_out, c_in = st.columns(2)
+if which == "self":
+    with c_out:
+        show_figure(focus_figure(attention[layer], focus, q_tokens, direction="out", colorscale=palette,
+                                 ablated_heads=layer_heads_ablated), key="hm_focus_out", name=f"layer{layer}-token{focus}-out")
+    with c_in:
+        show_figure(focus_figure(attention[layer], focus, q_tokens, direction="in", colorscale=palette,
+                                 ablated_heads=layer_heads_ablated), key="hm_focus_in", name=f"layer{layer}-token{focus}-in")
+else:
+    show_figure(focus_figure(attention[layer], focus, k_tokens, direction="out", colorscale=palette,
+                             ablated_heads=layer_heads_ablated), key="hm_focus_out", name=f"layer{layer}-token{focus}-out")
+
+if which == "self":
+    st.markdown(f"**The text, shaded by attention** (layer {layer}, head {head}): the darker a token, the more "
+                f"weight it gets. Hover a token for the exact weight; the outlined token is **{q_tokens[focus]}**.")
+    row, col = attention[layer, head, focus], attention[layer, head, :, focus]
+    special = result.special_mask
+    st.caption(f"What **{q_tokens[focus]}** attends to (its row; sums to 1, darkest = {row.max():.3f})")
+    st.html(shaded_text_html(q_tokens, row, focus=focus, continuation=result.continuation, special=special))
+    st.caption(f"Who attends to **{q_tokens[focus]}** (its column: each token's weight on it, darkest = "
+               f"{col.max():.3f})")
+    st.html(shaded_text_html(q_tokens, col, focus=focus, continuation=result.continuation, special=special))
+
+if which == "self" and n_q <= 128 and not presenting():
+    st.markdown(f"**Lines view** (layer {layer}, head {head}): each token on the left sends lines to the "
+                "tokens it attends to on the right; darker and thicker lines carry more weight. The "
+                "focus token's lines are drawn alone; untick to see every token's.")
+    st.session_state.setdefault("hm_lines_focus", True)
+    only_focus = st.checkbox("Only the focus token", key="hm_lines_focus")
+    show_figure(lines_figure(attention[layer, head], q_tokens, focus=focus if only_focus else None),
+                key="hm_lines", name=f"lines-layer{layer}-head{head}")
+elif which == "self" and not presenting():
+    st.caption("The lines view is drawn for inputs up to 128 tokens.")
+
+if not presenting():
+    st.download_button("Download every layer and head (.npz)", lambda: result_npz(result),
+                       file_name="attention.npz", mime="application/octet-stream", key="hm_npz",
+                       on_click="ignore", icon=":material/download:",
+                       help="attention (layer, head, query, key) float32, tokens, ids, masks and model facts; "
+                            "load with numpy.load or attnviz.export.load_result_npz")

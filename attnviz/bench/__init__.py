@@ -1,0 +1,1 @@
+"""`python -m attnviz.bench`: the performance figures each issue names."""

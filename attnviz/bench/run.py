@@ -1,0 +1,53 @@
+"""`python -m attnviz.bench`: the performance figures each issue names, as ratios from one run.
+
+Each figure module exposes `figures(quick: bool) -> dict[str, float]`; a module that does
+not exist yet is skipped, any other error fails the bench.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+
+# Modules contributing figures, in print order.
+FIGURE_MODULES = [
+    "attnviz.bench.extract",  # extract_overhead_*, grid_bytes_*
+    "attnviz.bench.analysis",  # analysis_ratio_512
+    "attnviz.bench.complexity",  # naive_attention_slope
+    "attnviz.bench.training",  # reverse_*
+]
+
+
+def collect(quick: bool = False) -> dict[str, float]:
+    import transformers
+
+    transformers.logging.set_verbosity_error()
+    out: dict[str, float] = {}
+    for name in FIGURE_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as e:
+            if e.name == name:
+                continue
+            raise
+        out.update(module.figures(quick))
+    return out
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m attnviz.bench", description=__doc__)
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--quick", action="store_true", help="skip the slowest sizes")
+    args = parser.parse_args(argv)
+    figures = collect(args.quick)
+    if args.json:
+        print(json.dumps(figures))
+    else:
+        for key, value in figures.items():
+            print(f"{key} = {value:.4g}" if isinstance(value, float) else f"{key} = {value}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

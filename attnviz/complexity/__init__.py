@@ -1,0 +1,1 @@
+"""Attention cost: FLOPs and memory from a config, measured on this machine, and their figures."""

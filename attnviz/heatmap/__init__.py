@@ -1,0 +1,1 @@
+"""The heatmap page's backend: what a head's matrix shows, the all-heads raster, the shaded text, and its figures."""

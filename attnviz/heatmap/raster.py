@@ -1,0 +1,108 @@
+"""All layers x heads drawn as ONE raster image (a PNG), with an invisible click layer."""
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+
+import numpy as np
+from PIL import Image
+from attnviz.plotting import colour_lut
+
+
+def thumbnail(matrix: np.ndarray, size: int) -> np.ndarray:
+    """(size, size) float32 resampling of a (query, key) matrix: block mean when shrinking
+    (no pattern is lost between sampled pixels), nearest pixel when enlarging."""
+    m = np.asarray(matrix, dtype=np.float32)
+    img = Image.fromarray(m, mode="F")
+    method = Image.Resampling.BOX if max(m.shape) >= size else Image.Resampling.NEAREST
+    return np.asarray(img.resize((size, size), method), dtype=np.float32)
+
+
+@dataclass(frozen=True)
+class GridLayout:
+    n_layers: int
+    n_heads: int
+    thumb: int  # thumbnail side in pixels
+    gap: int  # pixels between thumbnails
+
+    @property
+    def width(self) -> int:
+        return self.n_heads * (self.thumb + self.gap) + self.gap
+
+    @property
+    def height(self) -> int:
+        return self.n_layers * (self.thumb + self.gap) + self.gap
+
+    def centre(self, layer: int, head: int) -> tuple[float, float]:
+        step = self.thumb + self.gap
+        return self.gap + head * step + self.thumb / 2, self.gap + layer * step + self.thumb / 2
+
+
+def default_thumb(n_layers: int, n_heads: int, seq_len: int) -> int:
+    """Thumbnail side: about 64 px, smaller for many heads, never above the sequence length x 4."""
+    side = 64 if n_layers * n_heads <= 96 else 40
+    return int(max(16, min(side, seq_len * 4)))
+
+
+def grid_png(attention: np.ndarray, layout: GridLayout, colorscale: str = "Viridis",
+             selected: tuple[int, int] | None = None, ablated=()) -> bytes:
+    """PNG bytes of every head's thumbnail; each thumbnail is scaled to its own maximum so
+    that weak heads still show their pattern. attention: (layer, head, query, key)."""
+    lut = colour_lut(colorscale)
+    canvas = np.full((layout.height, layout.width, 3), 255, dtype=np.uint8)
+    step = layout.thumb + layout.gap
+    for layer in range(layout.n_layers):
+        for head in range(layout.n_heads):
+            t = thumbnail(attention[layer, head], layout.thumb)
+            peak = float(t.max())
+            idx = np.zeros(t.shape, dtype=np.int64) if peak <= 0 else np.round(t / peak * 255).astype(np.int64)
+            y0, x0 = layout.gap + layer * step, layout.gap + head * step
+            canvas[y0:y0 + layout.thumb, x0:x0 + layout.thumb] = lut[idx]
+    g = layout.gap
+    for (layer, head), colour in [((lh[0], lh[1]), (140, 140, 140)) for lh in ablated] + (
+            [(selected, (220, 30, 30))] if selected else []):
+        y0, x0 = g + layer * step, g + head * step
+        canvas[max(0, y0 - g):y0 + layout.thumb + g, max(0, x0 - g):x0] = colour
+        canvas[max(0, y0 - g):y0 + layout.thumb + g, x0 + layout.thumb:x0 + layout.thumb + g] = colour
+        canvas[max(0, y0 - g):y0, max(0, x0 - g):x0 + layout.thumb + g] = colour
+        canvas[y0 + layout.thumb:y0 + layout.thumb + g, max(0, x0 - g):x0 + layout.thumb + g] = colour
+    buf = io.BytesIO()
+    Image.fromarray(canvas).save(buf, format="PNG", optimize=True)
+    return buf.getvalue()
+
+
+# Above this many numbers (layers x heads x query x key) the grid's CSV holds each head's
+# thumbnail (block means over token ranges, what the picture shows) instead of every weight.
+GRID_CSV_MAX_VALUES = 4_000_000
+
+
+def grid_csv(attention: np.ndarray, tokens, thumb: int, key_tokens=None) -> str:
+    """The numbers behind the grid as CSV: for every layer and head a block with a header row of
+    key labels ("position:token") and one row per query. attention: (layer, head, query, key).
+    Very long inputs give each head's thumbnail instead (labels are position ranges)."""
+    import csv
+
+    a = np.asarray(attention)
+    n_layers, n_heads, n_q, n_k = a.shape
+    out = io.StringIO()
+    w = csv.writer(out)
+    full = a.size <= GRID_CSV_MAX_VALUES
+    if full:
+        q_labels = [f"{i}:{tokens[i]}" for i in range(n_q)]
+        k_labels = [f"{j}:{(tokens if key_tokens is None else key_tokens)[j]}" for j in range(n_k)]
+    else:
+        w.writerow([f"# {n_q} tokens: each head's {thumb} x {thumb} thumbnail (block means over token "
+                    "ranges, as drawn); every weight is in the heatmap's CSV and the page's .npz download"])
+
+        def ranges(n):
+            edges = np.linspace(0, n, thumb + 1)
+            return [f"{int(np.floor(lo))}-{max(int(np.ceil(hi)) - 1, int(np.floor(lo)))}"
+                    for lo, hi in zip(edges[:-1], edges[1:])]
+        q_labels, k_labels = ranges(n_q), ranges(n_k)
+    for layer in range(n_layers):
+        for head in range(n_heads):
+            m = a[layer, head] if full else thumbnail(a[layer, head], thumb)
+            w.writerow([f"# layer {layer} head {head} (rows: query, columns: key)"] + k_labels)
+            for label, row in zip(q_labels, np.asarray(m, dtype=np.float64)):
+                w.writerow([label] + [f"{v:.6g}" for v in row])
+    return out.getvalue()

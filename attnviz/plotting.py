@@ -1,0 +1,122 @@
+"""Shared plotting helpers: palettes, token ticks, number formats, log colour scales, exact numbers
+kept on a figure for its CSV (the features' figures.py modules build the figures)."""
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.colors import get_colorscale, sample_colorscale, unlabel_rgb
+
+# Palettes offered to the user; the first two are perceptually uniform and colour-blind safe.
+PALETTES = {
+    "Viridis (colour-blind safe)": "Viridis",
+    "Cividis (colour-blind safe)": "Cividis",
+    "Blues": "Blues",
+    "Magma": "Magma",
+}
+# Hover names the tokens at every length: the axes are categories "position: token" (n labels per
+# axis, not per cell), so a 512-token map carries 2 x 512 strings, not 512^2 customdata pairs.
+HOVER_TOKENS_MAX = 160  # kept for callers; no longer limits hover
+# Weights are shown with this d3 format: 4 significant digits, scientific for small weights
+# (1.234e-05, never "0.0000" and never SI prefixes such as "12.3µ").
+WEIGHT_FORMAT = ".4~g"
+# Ticks of weight axes and colour bars: plain or scientific notation, never SI prefixes ("100µ").
+NO_SI = dict(exponentformat="e")
+# The Python attribute on a figure holding its exact numbers for the CSV export (never sent to
+# the browser): a callable returning CSV text, see attnviz.export.figure_csv.
+NUMBERS_ATTR = "_attnviz_numbers"
+# Above this many tokens the axis shows every k-th label.
+TICKS_MAX = 80
+
+
+def token_ticks(tokens, positions=None) -> dict:
+    """tickvals/ticktext for integer axis positions (repeated tokens stay separate rows)."""
+    idx = np.arange(len(tokens)) if positions is None else np.asarray(positions)
+    step = max(1, int(np.ceil(len(idx) / TICKS_MAX)))
+    keep = np.arange(0, len(idx), step)
+    return dict(tickmode="array", tickvals=keep.tolist(), ticktext=[str(tokens[idx[i]]) for i in keep])
+
+
+def no_si_prefixes(fig: go.Figure) -> go.Figure:
+    """Every axis and colour bar of `fig` formats numbers without SI prefixes (plotly's default
+    writes 0.0001 as "100µ"). Returns fig (changed in place)."""
+    fig.update_xaxes(**NO_SI)
+    fig.update_yaxes(**NO_SI)
+    for trace in fig.data:
+        if "colorbar" in trace:
+            trace.colorbar.exponentformat = NO_SI["exponentformat"]
+        marker = getattr(trace, "marker", None)
+        # only a marker that shows its scale: a colorbar spec on any other marker makes
+        # Streamlit's plotly draw a stray colour bar
+        if marker is not None and "colorbar" in marker and marker.showscale:
+            marker.colorbar.exponentformat = NO_SI["exponentformat"]
+    if _uses_coloraxis(fig):  # touching an unused colour axis would draw an extra colour bar
+        fig.update_coloraxes(colorbar_exponentformat=NO_SI["exponentformat"])
+    return fig
+
+
+def _uses_coloraxis(fig: go.Figure) -> bool:
+    return any(getattr(t, "coloraxis", None) or getattr(getattr(t, "marker", None), "coloraxis", None)
+               for t in fig.data)
+
+
+def matrix_csv(values, row_labels, col_labels, title: str = "") -> str:
+    """CSV of a labelled matrix: a header row of column labels, then one row per row label."""
+    import csv
+    import io
+
+    out = io.StringIO()
+    w = csv.writer(out)
+    w.writerow([f"# {title} (rows: query, columns: key)" if title else "# rows: query, columns: key"]
+               + list(col_labels))
+    for label, row in zip(row_labels, np.asarray(values, dtype=np.float64)):
+        w.writerow([label] + [f"{v:.6g}" for v in row])
+    return out.getvalue()
+
+
+def attach_numbers(fig: go.Figure, csv_text) -> go.Figure:
+    """Keep a callable returning the figure's exact numbers as CSV on the figure (server side only)."""
+    setattr(fig, NUMBERS_ATTR, csv_text)
+    return fig
+
+
+def log_ticks(floor: float, top: float) -> tuple[list[float], list[str]]:
+    """Tick weights for a log colour bar: powers of ten (and 1-2-5 steps within a short range)
+    between floor and top, with their labels in plain or scientific notation."""
+    lo, hi = np.floor(np.log10(floor)), np.ceil(np.log10(top))
+    mults = (1, 2, 5) if hi - lo <= 3 else (1,)
+    ticks = [m * 10.0 ** e for e in np.arange(lo, hi + 1) for m in mults]
+    ticks = [t for t in ticks if floor * (1 - 1e-9) <= t <= top * (1 + 1e-9)]
+    if len(ticks) < 2:
+        ticks = [floor, top]
+    return ticks, [f"{t:.3g}" if t >= 1e-3 else f"{t:.0e}".replace("e-0", "e-") for t in ticks]
+
+
+def log_colorbar_trace(colorscale, floor: float, top: float, title: str) -> go.Scatter:
+    """An invisible trace whose colour bar runs over log10(weight) from floor to top, labelled in
+    the real weights at log positions (the heatmap keeps exact weights as z)."""
+    vals, text = log_ticks(floor, top)
+    lo, hi = float(np.log10(floor)), float(np.log10(top))
+    return go.Scatter(x=[None], y=[None], mode="markers", hoverinfo="skip", showlegend=False,
+                      name="log colour bar",
+                      marker=dict(color=[lo], cmin=lo, cmax=hi, colorscale=colorscale, showscale=True,
+                                  colorbar=dict(title=title, tickmode="array",
+                                                tickvals=[float(np.log10(v)) for v in vals],
+                                                ticktext=text, **NO_SI)))
+
+
+def log_colorscale(colorscale, floor: float, top: float, n_stops: int = 33) -> list:
+    """A colour scale over [0, top] whose colours follow log10(weight) from `floor` to `top`
+    (weights below the floor share the first colour), so exact weights can stay the z values."""
+    from plotly.colors import get_colorscale, sample_colorscale
+
+    weights = np.geomspace(floor, top, n_stops)
+    colours = sample_colorscale(get_colorscale(colorscale), np.linspace(0, 1, n_stops))
+    stops = [[0.0, colours[0]]] + [[float(w / top), c] for w, c in zip(weights, colours)]
+    stops[-1][0] = 1.0
+    return stops
+
+
+def colour_lut(colorscale: str = "Viridis", n: int = 256) -> np.ndarray:
+    """(n, 3) uint8 colours sampled from a plotly colour scale (same colours as the heatmaps)."""
+    samples = sample_colorscale(get_colorscale(colorscale), np.linspace(0, 1, n), colortype="rgb")
+    return np.array([unlabel_rgb(s) for s in samples], dtype=np.float64).round().clip(0, 255).astype(np.uint8)

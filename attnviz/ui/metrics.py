@@ -1,0 +1,226 @@
+"""Streamlit helpers shared by the head-analytics pages: cached analysis, clickable head grids, ablation state."""
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from attnviz.errors import AttnvizError
+from attnviz.examples import examples
+from attnviz.metrics.analysis import analyse
+from attnviz.metrics.roles import RoleScores, average_scores, result_role_scores
+from attnviz.ui.cache import get_result
+from attnviz.ui.page import stop as stop_page
+from attnviz.ui.sidebar import model_key, using_trained  # noqa: F401  (re-exported for pages)
+
+HEATMAP_PAGE = "app_pages/heatmap.py"
+
+
+def sidebar_inputs() -> tuple[str, str, str | None]:
+    """(model key, text, second sentence or None) as the sidebar has them."""
+    pair = st.session_state.get("text_pair") if st.session_state.get("use_pair") else None
+    return model_key(), st.session_state.get("text", ""), pair or None
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def _analysis(key: str, text: str, pair: str | None, max_tokens: int | None):
+    return analyse(get_result(key, text, pair, max_tokens))
+
+
+def analysis_of_sidebar(max_tokens: int | None = None):
+    """HeadAnalysis (entropy, role scores, default rollout) of the sidebar's current result
+    (call after sidebar.require_result(max_tokens), which reports bad input)."""
+    from attnviz.ui.sidebar import TRAINED_KEY, using_trained
+
+    if using_trained():  # a small stored result: analyse it once per stored frame
+        result = st.session_state[TRAINED_KEY]
+        cached = st.session_state.get("_trained_analysis")
+        if cached is None or cached[0] is not result:
+            cached = (result, analyse(result))
+            st.session_state["_trained_analysis"] = cached
+        return cached[1]
+    key, text, pair = sidebar_inputs()
+    with st.spinner("Analysing every head…"):
+        return _analysis(key, text, pair, max_tokens)
+
+
+def require_hf_model(what: str) -> None:
+    """Stop the page with a plain message when the sidebar shows the trained toy model."""
+    from attnviz.ui.sidebar import using_trained
+
+    if using_trained():
+        st.info(f"{what} needs a HuggingFace model (it runs the model again). The sidebar shows the trained "
+                "toy model: pick the default model or another one to use this page.")
+        stop_page()
+
+
+ABLATED = "ablated_by_model"  # session key: {model key: set of ablated (layer, head)}
+
+
+def ablated_heads() -> set:
+    """The ablated (layer, head) pairs of the sidebar's model (a copy). Each model keeps its own:
+    heads switched off on one model are not switched off on another."""
+    return set(st.session_state.get(ABLATED, {}).get(model_key(), set()))
+
+
+def set_ablated_heads(heads) -> None:
+    """Make `heads` the ablated (layer, head) pairs of the sidebar's model."""
+    store = dict(st.session_state.get(ABLATED, {}))
+    store[model_key()] = {(int(l), int(h)) for l, h in heads}
+    st.session_state[ABLATED] = store
+
+
+def current_head(n_layers: int, n_heads: int) -> tuple[int, int]:
+    """The shared (layer, head), clipped to this model's range."""
+    layer = int(st.session_state.setdefault("layer", 0))
+    head = int(st.session_state.setdefault("head", 0))
+    return min(max(layer, 0), n_layers - 1), min(max(head, 0), n_heads - 1)
+
+
+def open_head(layer: int, head: int, text: str | None = None) -> None:
+    """Open (layer, head) on the heatmap page; with `text`, on that text (it becomes the sidebar's)."""
+    from attnviz.ui.sidebar import queue_text
+
+    st.session_state["layer"], st.session_state["head"] = int(layer), int(head)
+    if text is not None:
+        queue_text(text)
+    st.switch_page(HEATMAP_PAGE)
+
+
+def clickable_head_grid(fig, key: str, text: str | None = None) -> None:
+    """Show a head-grid figure; a click on a cell opens that head on the heatmap page (on `text`
+    when given, else on the sidebar's text)."""
+    from attnviz.ui.figure import show_figure
+
+    event = show_figure(fig, key=key, on_select="rerun", selection_mode="points")
+    points = []
+    try:
+        points = event.selection.points if event else []
+    except AttributeError:
+        points = (event or {}).get("selection", {}).get("points", [])
+    for p in points:
+        data = p.get("customdata") if isinstance(p, dict) else None
+        if isinstance(data, dict):  # a typed array arrives as {"0": layer, "1": head}
+            data = [data[k] for k in sorted(data, key=int)]
+        if data is not None and len(data) >= 2:
+            open_head(int(data[0]), int(data[1]), text)
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _example_scores(key: str, text: str, pair: str | None) -> RoleScores:
+    result = get_result(key, text, pair, None)
+    return result_role_scores(result)
+
+
+def corpus_role_scores(key: str) -> RoleScores | None:
+    """Role scores averaged over the example sentences, with a progress bar; None on failure."""
+    items = examples()
+    bar = st.progress(0.0, text="Scoring the example sentences…")
+    scores = []
+    try:
+        for i, (a, b) in enumerate(items):
+            scores.append(_example_scores(key, a, b))
+            bar.progress((i + 1) / len(items), text=f"Scored {i + 1} of {len(items)} example sentences")
+    except AttnvizError as e:
+        st.warning(str(e))
+        return None
+    finally:
+        bar.empty()
+    return average_scores(scores)
+
+
+def head_table(values: dict[str, np.ndarray]):
+    """A pandas DataFrame with one row per head (layer, head, then the given (layer, head) columns)."""
+    import pandas as pd
+
+    first = next(iter(values.values()))
+    n_layers, n_heads = first.shape
+    layer, head = np.meshgrid(np.arange(n_layers), np.arange(n_heads), indexing="ij")
+    data = {"layer": layer.ravel(), "head": head.ravel()}
+    data.update({name: np.round(np.asarray(v, dtype=float).ravel(), 4) for name, v in values.items()})
+    return pd.DataFrame(data)
+
+
+def head_selectors(prefix: str, n_layers: int, n_heads: int) -> tuple[int, int]:
+    """Layer and head selectboxes side by side (keys prefix_layer / prefix_head), starting at the
+    shared head and kept within this model's range."""
+    layer, head = current_head(n_layers, n_heads)
+    for name, default, n in (("layer", layer, n_layers), ("head", head, n_heads)):
+        key = f"{prefix}_{name}"
+        if st.session_state.get(key) not in range(n):
+            st.session_state[key] = default
+    c1, c2 = st.columns(2)
+    sel_layer = c1.selectbox("Layer", range(n_layers), key=f"{prefix}_layer")
+    sel_head = c2.selectbox("Head", range(n_heads), key=f"{prefix}_head")
+    return int(sel_layer), int(sel_head)
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def ablation_run(key: str, text: str, pair: str | None, heads: tuple):
+    """AblationRun of the sidebar's model and text with `heads` (sorted tuple of (layer, head)) off."""
+    from attnviz.metrics.ablation import run
+    from attnviz.ui.cache import get_model
+
+    return run(get_model(key), get_result(key, text, pair, None), frozenset(heads))
+
+
+def rank_all_heads(key: str, text: str, pair: str | None) -> np.ndarray:
+    """(layer, head) effect of ablating each head alone, with a progress bar; kept in session state."""
+    from attnviz.metrics.ablation import rank_heads
+    from attnviz.ui.cache import get_model
+
+    store = st.session_state.setdefault("ab_rankings", {})
+    if (key, text, pair) in store:
+        return store[(key, text, pair)]
+    bar = st.progress(0.0, text="Switching off each head in turn…")
+    try:
+        out = rank_heads(get_model(key), get_result(key, text, pair, None), ablation_run(key, text, pair, ()),
+                         progress=lambda done, total: bar.progress(done / total, text=f"Head {done} of {total}"))
+    finally:
+        bar.empty()
+    if len(store) > 8:
+        store.clear()
+    store[(key, text, pair)] = out
+    return out
+
+
+@st.cache_data(max_entries=512, show_spinner=False)
+def flow_row(mixes: np.ndarray, target: int, layer: int) -> np.ndarray:
+    """Attention-flow values (n,) from output `target` after `layer`, cached per (matrices, target, layer)
+    so that the all-outputs view reuses rows already computed."""
+    from attnviz.metrics.flow import attention_flow
+
+    return attention_flow(mixes, [target], layer)[0]
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def _induction_one(key: str, n_words: int, seed: int) -> dict:
+    from attnviz.metrics.induction import copy_positions, induction_scores, repeated_text
+    from attnviz.ui.cache import get_model
+
+    rt = repeated_text(get_model(key).tokenizer, n_words, seed)
+    result = get_result(key, rt.text, None, None)
+    first, second = copy_positions(result.token_ids, result.special_mask, n_words)
+    return {"text": rt.text, **induction_scores(result.attention, first, second)}
+
+
+def induction_of_model(key: str, n_words: int, n_sequences: int) -> dict | None:
+    """Induction and duplicate-token scores (layer, head) averaged over n_sequences random repeated
+    sequences (seeds 0..n-1), with a progress bar; "text" is the first sequence. None on failure."""
+    bar = st.progress(0.0, text="Reading random repeated sequences…")
+    runs = []
+    try:
+        for seed in range(n_sequences):
+            runs.append(_induction_one(key, n_words, seed))
+            bar.progress((seed + 1) / n_sequences, text=f"Sequence {seed + 1} of {n_sequences}")
+    except AttnvizError as e:
+        st.warning(str(e))
+        return None
+    finally:
+        bar.empty()
+    return {"text": runs[0]["text"],
+            **{k: np.mean([r[k] for r in runs], axis=0) for k in ("induction", "duplicate")}}
+
+
+def corpus_results(key: str) -> list:
+    """AttentionResults of the example sentences for the model `key` (cached one by one)."""
+    return [get_result(key, a, b, None) for a, b in examples()]

@@ -1,0 +1,93 @@
+"""The one page registry: every view of the app with its section, file, title, icon, blurb and
+lecture order. app.py builds the navigation from it, the home page lists it, the lab pages take
+their Previous/Next links from it, and the tests walk it. Plain data: no streamlit here."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+FOLDER = "app_pages"  # Streamlit's advice for st.navigation apps: not "pages/", which has a legacy mode
+
+
+@dataclass(frozen=True)
+class PageSpec:
+    section: str  # top-navigation section: Inspect, Analyse or Learn
+    name: str  # file stem in app_pages/ and the URL path (/heatmap)
+    title: str  # navigation label
+    icon: str  # navigation icon (a material symbol; icons ship with Streamlit's frontend)
+    blurb: str = ""  # one line on the home page saying what the page is for
+    heading: str = ""  # the page's own title when it differs from the navigation label (lab pages)
+
+    @property
+    def file(self) -> str:
+        """Path of the page's script, relative to the folder holding app.py."""
+        return f"{FOLDER}/{self.name}.py"
+
+    @property
+    def lecture(self) -> bool:
+        """A numbered lab page: part of the lecture order (Previous/Next links)."""
+        return self.section == "Learn" and self.title[:1].isdigit()
+
+
+# In navigation order; the lab pages are in lecture order.
+PAGES: tuple[PageSpec, ...] = (
+    PageSpec('Inspect', 'home', 'Home', ':material/home:',
+             ''),
+    PageSpec('Inspect', 'heatmap', 'Attention heatmap', ':material/grid_on:',
+             'every head as a thumbnail, one head in detail, one token across heads, the text shaded by attention'),
+    PageSpec('Inspect', 'query_key', 'Query · key', ':material/join_inner:',
+             'one attention row rebuilt from the query and key vectors'),
+    PageSpec('Analyse', 'entropy', 'Entropy', ':material/bar_chart:',
+             'which heads are focused and which are broad'),
+    PageSpec('Analyse', 'rollout', 'Rollout', ':material/account_tree:',
+             'which input tokens feed each output token (rollout and flow)'),
+    PageSpec('Analyse', 'head_roles', 'Head roles', ':material/explore:',
+             'what each head does, induction heads included'),
+    PageSpec('Analyse', 'ablation', 'Ablation', ':material/content_cut:',
+             'switch heads off and measure the effect'),
+    PageSpec('Analyse', 'compare', 'Compare', ':material/compare:',
+             'two sentences or two models side by side'),
+    PageSpec('Learn', 'lab_steps', '1 · Scaled dot-product', ':material/science:',
+             'the computation step by step, on numbers you can edit',
+             heading='1 · Scaled dot-product, step by step'),
+    PageSpec('Learn', 'lab_scaling', '2 · Why √d_k', ':material/functions:',
+             'why the scores are divided by √d_k',
+             heading='2 · Why √d_k'),
+    PageSpec('Learn', 'lab_temperature', '3 · Temperature', ':material/thermostat:',
+             'from soft averaging to a hard lookup',
+             heading='3 · Temperature and soft lookup'),
+    PageSpec('Learn', 'lab_masks', '4 · Masks', ':material/visibility_off:',
+             'causal and padding masks, and what forgetting one does',
+             heading='4 · Masks'),
+    PageSpec('Learn', 'lab_multihead', '5 · Multi-head', ':material/view_module:',
+             'heads as slices of d_model, grouped-query attention',
+             heading='5 · Multi-head attention'),
+    PageSpec('Learn', 'lab_variants', '6 · Variants', ':material/alt_route:',
+             'Bahdanau and Luong scores; self-, cross- and causal attention',
+             heading='6 · Variants: Bahdanau, Luong, self / cross / causal'),
+    PageSpec('Learn', 'lab_kv_cache', '7 · KV cache', ':material/storage:',
+             'what generation stores per token, and what it saves',
+             heading='7 · KV cache'),
+    PageSpec('Learn', 'lab_quiz', '8 · Quick checks', ':material/quiz:',
+             'test yourself; common mistakes happening live',
+             heading='8 · Quick checks and common mistakes'),
+    PageSpec('Learn', 'positional', 'Positional encodings', ':material/place:',
+             'sinusoidal, learned, RoPE, ALiBi'),
+    PageSpec('Learn', 'complexity', 'Complexity', ':material/speed:',
+             'what attention costs as inputs grow'),
+    PageSpec('Learn', 'training', 'Training evolution', ':material/model_training:',
+             'watch attention form while a model learns'),
+)
+HOME = PAGES[0]
+
+
+def page(name: str) -> PageSpec:
+    """The page called `name` (its file stem)."""
+    for spec in PAGES:
+        if spec.name == name:
+            return spec
+    raise KeyError(name)
+
+
+def lecture_order() -> list[PageSpec]:
+    """The numbered lab pages in lecture order."""
+    return [p for p in PAGES if p.lecture]
