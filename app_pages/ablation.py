@@ -7,7 +7,7 @@ from attnviz.metrics.ablation import (attention_change, check_heads, cosine_dist
                                       effect_name, top_tokens)
 from attnviz.metrics.figures import head_grid, layer_lines
 from attnviz.ui import metrics as aw
-from attnviz.ui.cache import get_model
+from attnviz.ui.cache import ablation_run, get_model
 from attnviz.ui.sidebar import require_result
 from attnviz.ui.figure import show_figure
 from attnviz.ui.share import bind, from_link
@@ -63,10 +63,10 @@ heads = tuple(sorted(hd for hd in aw.ablated_heads() if hd in names))
 loaded = get_model(key)
 try:
     with st.spinner("Running the model…"):
-        base = aw.ablation_run(key, text, pair, ())
+        base = ablation_run(key, text, pair, ())
         if heads:
             check_heads(heads, n_layers, n_heads)
-            abl = aw.ablation_run(key, text, pair, heads)
+            abl = ablation_run(key, text, pair, heads)
 except AttnvizError as e:
     st.warning(str(e))
     heads, abl = (), None

@@ -3,11 +3,10 @@ import streamlit as st
 
 from attnviz.errors import AttnvizError
 from attnviz.metrics.compare import check_same_length, check_same_tokens, difference, head_distance
-from attnviz.models.registry import DEFAULT_MODEL, PACKAGED, package_dir
 from attnviz.metrics.figures import head_grid, matrix_heatmap, shared_colour_max
 from attnviz.ui import metrics as aw
 from attnviz.ui.cache import get_model, get_result
-from attnviz.ui.sidebar import require_result
+from attnviz.ui.sidebar import DEFAULT_MODEL, installed_models, require_result
 from attnviz.ui.figure import show_figure
 from attnviz.ui.share import bind
 from attnviz.ui.present import page_intro
@@ -42,7 +41,7 @@ try:
         check_same_length(result_a, result_b)
         name_a, name_b = "A: " + key_a, "B: " + key_a
     else:
-        packaged = [k for k, s in PACKAGED.items() if package_dir(s.package)]
+        packaged = installed_models()
         choice = st.selectbox("Model B", packaged + ["other"], key="cmp_model_pick",
                               format_func=lambda k: "Other: a hub id or folder…" if k == "other" else k)
         key_b = st.text_input("Hub id or folder for model B", key="cmp_model_b") if choice == "other" else choice

@@ -1,10 +1,8 @@
 """Lab 5: multi-head attention: split d_model into heads, attend per head, concatenate, W_O."""
-import numpy as np
-import plotly.graph_objects as go
 import streamlit as st
 
 from attnviz.errors import BadInput
-from attnviz.lab.figures import FONT, matrix_heatmap
+from attnviz.lab.figures import head_split, matrix_heatmap
 from attnviz.lab.multihead import head_dim, multi_head_attention, random_params, token_embeddings
 from attnviz.ui.lab import (keep_choice, keep_in_range, keep_text, lab_header, lecture_nav, show_figure,
                                     stop_page)
@@ -61,15 +59,7 @@ params = random_params(dm, h, n_kv, seed=int(seed))
 s = multi_head_attention(x, x, params, h)
 
 st.subheader("1 · Split d_model into heads")
-colors = ["#d1495b", "#2e86ab", "#edae49", "#66a182", "#8d6a9f", "#00798c", "#f4a259", "#5b8e7d"]
-fig = go.Figure()
-for i in range(h):
-    fig.add_trace(go.Bar(x=[d_head], y=["columns of Q"], base=[i * d_head], orientation="h", name=f"head {i + 1}",
-                         marker_color=colors[i % len(colors)], text=[f"head {i + 1}: {i * d_head}–{(i + 1) * d_head - 1}"],
-                         textposition="inside", hovertemplate=f"head {i + 1}: columns {i * d_head}–{(i + 1) * d_head - 1}<extra></extra>"))
-fig.update_layout(height=130, showlegend=False, barmode="stack", margin={"l": 10, "r": 10, "t": 10, "b": 30},
-                  font={"size": FONT - 2}, xaxis={"range": [0, dm], "title": f"d_model = {dm} columns"})
-show_figure(fig, key="mh_fig_split")
+show_figure(head_split(dm, h), key="mh_fig_split")
 st.markdown(f"d_head = {dm} / {h} = **{d_head}**. Shapes: X is {len(tokens)} × {dm}; Q = X W_Qᵀ is {len(tokens)} × {h * d_head}, "
             f"reshaped to {h} heads × {len(tokens)} tokens × {d_head}. K and V have {n_kv} head(s) "
             f"({n_kv * d_head} columns); each serves {h // n_kv} query head(s). "

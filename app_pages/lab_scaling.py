@@ -1,13 +1,13 @@
 """Lab 2: why attention divides the scores by sqrt(d_k)."""
 import numpy as np
-import plotly.graph_objects as go
 import streamlit as st
 
 from attnviz.errors import BadInput
-from attnviz.lab.figures import FONT, lines
-from attnviz.lab.scaling import D_K_GRID, ScalingConfig, dot_products, saturation_row, saturation_sweep
+from attnviz.lab.figures import lines, score_histograms
+from attnviz.lab.scaling import D_K_GRID, ScalingConfig, dot_products, saturation_row
 from attnviz.ui.lab import keep_choice, lab_header, lecture_nav, show_figure, stop_page
 from attnviz.ui.share import bind
+from attnviz.ui.cache import scaling_sweep
 
 bind({"scaling_dk": int, "scaling_nkeys": int})
 
@@ -19,11 +19,6 @@ around ±22: the softmax then puts almost all weight on one key, and its gradien
 when a score moves) nearly vanishes, so the layer stops learning. Dividing by √d_k brings the variance back
 to 1 at every width. Everything below is sampled from a fixed random seed.
 """)
-
-
-@st.cache_data(max_entries=4, show_spinner=False)
-def _sweep(n_keys: int, n_trials: int):
-    return saturation_sweep(D_K_GRID, ScalingConfig(n_keys=n_keys, n_trials=n_trials))
 
 
 KEY_COUNTS = [4, 8, 16, 32, 64, 128]
@@ -46,17 +41,7 @@ except BadInput as e:
 st.subheader(f"Spread of q·k at d_k = {d_k}")
 left, right = st.columns([3, 2])
 with left:
-    fig = go.Figure()
-    span = max(4.0, float(np.percentile(np.abs(raw), 99.5)))
-    bins = {"start": -span, "end": span, "size": span / 40}
-    fig.add_trace(go.Histogram(x=raw, name="q·k (unscaled)", xbins=bins, opacity=0.6, marker_color="#d1495b",
-                               hovertemplate="score %{x}<br>count %{y}<extra>unscaled</extra>"))
-    fig.add_trace(go.Histogram(x=raw / np.sqrt(d_k), name="q·k / √d_k", xbins=bins, opacity=0.6, marker_color="#2e86ab",
-                               hovertemplate="score %{x}<br>count %{y}<extra>scaled</extra>"))
-    fig.update_layout(barmode="overlay", height=330, margin={"l": 10, "r": 10, "t": 10, "b": 10},
-                      font={"size": FONT - 2}, xaxis_title="score", yaxis_title="count of 4000 random pairs",
-                      legend={"orientation": "h", "y": 1.12, "x": 0})
-    show_figure(fig, key="scaling_hist")
+    show_figure(score_histograms(raw, d_k), key="scaling_hist")
 with right:
     st.markdown(f"""
 | at d_k = {d_k} | unscaled | ÷ √d_k |
@@ -70,7 +55,7 @@ with right:
                "near 0 means the weights barely move when the scores do.")
 
 st.subheader("As d_k grows from 1 to 1024")
-sweep = _sweep(n_keys, ScalingConfig().n_trials)
+sweep = scaling_sweep(n_keys, ScalingConfig().n_trials)
 xs = [r.d_k for r in sweep]
 a, b, c = st.columns(3)
 with a:

@@ -1,5 +1,4 @@
 """Lab 6: Bahdanau and Luong alignment scores side by side; self-, cross- and causal patterns."""
-import numpy as np
 import pandas as pd
 import streamlit as st
 

@@ -8,7 +8,8 @@ from attnviz.query_key.figures import (PRODUCT_SCALE, VECTOR_SCALE, dimension_ba
 from attnviz.query_key.qk import query_row, top_keys
 from attnviz.ui import metrics as aw
 from attnviz.ui.figure import show_figure
-from attnviz.ui.query_key import get_query_key, head_choice
+from attnviz.ui.cache import get_query_key
+from attnviz.ui.query_key import head_choice
 from attnviz.ui.share import bind
 from attnviz.ui.present import page_intro
 from attnviz.ui.page import stop as stop_page

@@ -9,6 +9,7 @@ from attnviz.metrics.rollout import HEAD_FUSIONS, contributions, fuse_heads, mix
 from attnviz.metrics.figures import grouped_token_bars, matrix_heatmap, token_bars
 from attnviz.ui import metrics as aw
 from attnviz.ui.sidebar import require_result
+from attnviz.ui.cache import flow_row
 from attnviz.ui.figure import show_figure
 from attnviz.ui.heads import token_picker
 from attnviz.ui.share import bind
@@ -99,7 +100,7 @@ if n > MAX_FLOW_TOKENS:
     stop_page()
 mixes = mixing_matrices(fused, residual=residual, discard_ratio=discard, allowed=allowed)
 with st.spinner("Solving max-flow problems…"):
-    flow = aw.flow_row(mixes, target_i, layer)
+    flow = flow_row(mixes, target_i, layer)
 flow_share = flow_shares(flow)
 show_figure(grouped_token_bars({"rollout share": share, "flow share": flow_share}, tokens,
                                title=f"Rollout and attention flow into '{tokens[target_i]}' ({target_i}) "
@@ -112,7 +113,7 @@ if st.toggle("Flow for every output token", key="ro_flow_all",
     bar = st.progress(0.0, text="Attention flow for every output token…")
     rows = []
     for t in range(n):
-        rows.append(aw.flow_row(mixes, t, layer))
+        rows.append(flow_row(mixes, t, layer))
         bar.progress((t + 1) / n, text=f"Attention flow: output token {t + 1} of {n}")
     bar.empty()
     all_shares = flow_shares(np.stack(rows))

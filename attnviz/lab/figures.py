@@ -92,3 +92,35 @@ def bars(labels: Sequence[str], series: dict[str, Sequence[float]], title: str, 
                       xaxis={"tickvals": list(range(len(labels))), "ticktext": list(labels)},
                       yaxis={"title": y_title, "range": list(y_range) if y_range else None})
     return fig
+
+
+HEAD_COLOURS = ["#d1495b", "#2e86ab", "#edae49", "#66a182", "#8d6a9f", "#00798c", "#f4a259", "#5b8e7d"]
+
+
+def head_split(d_model: int, n_heads: int) -> go.Figure:
+    """One stacked bar: the columns of Q that each head owns (d_head = d_model / n_heads each)."""
+    d_head = d_model // n_heads
+    fig = go.Figure()
+    for i in range(n_heads):
+        lo, hi = i * d_head, (i + 1) * d_head - 1
+        fig.add_trace(go.Bar(x=[d_head], y=["columns of Q"], base=[lo], orientation="h", name=f"head {i + 1}",
+                             marker_color=HEAD_COLOURS[i % len(HEAD_COLOURS)], text=[f"head {i + 1}: {lo}–{hi}"],
+                             textposition="inside", hovertemplate=f"head {i + 1}: columns {lo}–{hi}<extra></extra>"))
+    fig.update_layout(height=130, showlegend=False, barmode="stack", margin={"l": 10, "r": 10, "t": 10, "b": 30},
+                      font={"size": FONT - 2}, xaxis={"range": [0, d_model], "title": f"d_model = {d_model} columns"})
+    return fig
+
+
+def score_histograms(raw: np.ndarray, d_k: int) -> go.Figure:
+    """Overlaid histograms of raw q·k scores and of the same scores divided by √d_k."""
+    fig = go.Figure()
+    span = max(4.0, float(np.percentile(np.abs(raw), 99.5)))
+    bins = {"start": -span, "end": span, "size": span / 40}
+    fig.add_trace(go.Histogram(x=raw, name="q·k (unscaled)", xbins=bins, opacity=0.6, marker_color="#d1495b",
+                               hovertemplate="score %{x}<br>count %{y}<extra>unscaled</extra>"))
+    fig.add_trace(go.Histogram(x=raw / np.sqrt(d_k), name="q·k / √d_k", xbins=bins, opacity=0.6, marker_color="#2e86ab",
+                               hovertemplate="score %{x}<br>count %{y}<extra>scaled</extra>"))
+    fig.update_layout(barmode="overlay", height=330, margin={"l": 10, "r": 10, "t": 10, "b": 10},
+                      font={"size": FONT - 2}, xaxis_title="score", yaxis_title=f"count of {len(raw)} random pairs",
+                      legend={"orientation": "h", "y": 1.12, "x": 0})
+    return fig

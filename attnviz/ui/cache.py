@@ -1,10 +1,18 @@
-"""Bounded Streamlit caches for models and attention results (shared by all sessions)."""
+"""Every Streamlit cache of the app, bounded (max_entries): models, attention results and the
+features' slow computations. Shared by all sessions: never mutate what a cache_resource returns."""
 from __future__ import annotations
 
 import streamlit as st
 
+import numpy as np
+
 from attnviz.extract import extract
+from attnviz.lab.scaling import D_K_GRID, ScalingConfig, saturation_sweep
+from attnviz.metrics.analysis import analyse
+from attnviz.metrics.roles import RoleScores, result_role_scores
 from attnviz.models import load_model
+from attnviz.query_key.qk import QueryKey, query_key
+from attnviz.training.runs import Run, load, recorded_runs
 
 
 @st.cache_resource(max_entries=3, show_spinner=False)
@@ -21,3 +29,60 @@ def get_model(key: str):
 @st.cache_resource(max_entries=16, show_spinner=False)
 def get_result(model_key: str, text: str, text_pair: str | None, max_tokens: int | None):
     return extract(get_model(model_key), text, text_pair, max_tokens=max_tokens)
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def recorded(name: str) -> Run | None:
+    """The recorded run shipped in assets/runs/<name>.npz (shared: never mutate it)."""
+    path = recorded_runs().get(name)
+    return load(path) if path else None
+
+
+# q and k of every layer: 9.4 MB for MiniLM at 512 tokens, ~70 MB for SmolLM2; a few entries only.
+@st.cache_resource(max_entries=4, show_spinner=False)
+def get_query_key(model_key: str, text: str, text_pair: str | None, max_tokens: int | None) -> QueryKey:
+    """QueryKey of the model and text (shared by all sessions: read-only arrays, never mutate it)."""
+    return query_key(get_model(model_key), text, text_pair, max_tokens=max_tokens)
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def analysis(key: str, text: str, pair: str | None, max_tokens: int | None):
+    return analyse(get_result(key, text, pair, max_tokens))
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def example_role_scores(key: str, text: str, pair: str | None) -> RoleScores:
+    result = get_result(key, text, pair, None)
+    return result_role_scores(result)
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def ablation_run(key: str, text: str, pair: str | None, heads: tuple):
+    """AblationRun of the sidebar's model and text with `heads` (sorted tuple of (layer, head)) off."""
+    from attnviz.metrics.ablation import run
+
+    return run(get_model(key), get_result(key, text, pair, None), frozenset(heads))
+
+
+@st.cache_data(max_entries=512, show_spinner=False)
+def flow_row(mixes: np.ndarray, target: int, layer: int) -> np.ndarray:
+    """Attention-flow values (n,) from output `target` after `layer`, cached per (matrices, target, layer)
+    so that the all-outputs view reuses rows already computed."""
+    from attnviz.metrics.flow import attention_flow
+
+    return attention_flow(mixes, [target], layer)[0]
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def induction_one(key: str, n_words: int, seed: int) -> dict:
+    from attnviz.metrics.induction import copy_positions, induction_scores, repeated_text
+
+    rt = repeated_text(get_model(key).tokenizer, n_words, seed)
+    result = get_result(key, rt.text, None, None)
+    first, second = copy_positions(result.token_ids, result.special_mask, n_words)
+    return {"text": rt.text, **induction_scores(result.attention, first, second)}
+
+
+@st.cache_data(max_entries=4, show_spinner=False)
+def scaling_sweep(n_keys: int, n_trials: int):
+    return saturation_sweep(D_K_GRID, ScalingConfig(n_keys=n_keys, n_trials=n_trials))

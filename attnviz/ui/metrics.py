@@ -7,10 +7,14 @@ import streamlit as st
 from attnviz.errors import AttnvizError
 from attnviz.examples import examples
 from attnviz.metrics.analysis import analyse
-from attnviz.metrics.roles import RoleScores, average_scores, result_role_scores
+from attnviz.metrics.roles import RoleScores, average_scores
 from attnviz.ui.cache import get_result
 from attnviz.ui.page import stop as stop_page
 from attnviz.ui.sidebar import model_key, using_trained  # noqa: F401  (re-exported for pages)
+from attnviz.ui.cache import analysis
+from attnviz.ui.cache import example_role_scores
+from attnviz.ui.cache import ablation_run
+from attnviz.ui.cache import induction_one
 
 HEATMAP_PAGE = "app_pages/heatmap.py"
 
@@ -19,11 +23,6 @@ def sidebar_inputs() -> tuple[str, str, str | None]:
     """(model key, text, second sentence or None) as the sidebar has them."""
     pair = st.session_state.get("text_pair") if st.session_state.get("use_pair") else None
     return model_key(), st.session_state.get("text", ""), pair or None
-
-
-@st.cache_resource(max_entries=8, show_spinner=False)
-def _analysis(key: str, text: str, pair: str | None, max_tokens: int | None):
-    return analyse(get_result(key, text, pair, max_tokens))
 
 
 def analysis_of_sidebar(max_tokens: int | None = None):
@@ -40,7 +39,7 @@ def analysis_of_sidebar(max_tokens: int | None = None):
         return cached[1]
     key, text, pair = sidebar_inputs()
     with st.spinner("Analysing every head…"):
-        return _analysis(key, text, pair, max_tokens)
+        return analysis(key, text, pair, max_tokens)
 
 
 def require_hf_model(what: str) -> None:
@@ -105,12 +104,6 @@ def clickable_head_grid(fig, key: str, text: str | None = None) -> None:
             open_head(int(data[0]), int(data[1]), text)
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)
-def _example_scores(key: str, text: str, pair: str | None) -> RoleScores:
-    result = get_result(key, text, pair, None)
-    return result_role_scores(result)
-
-
 def corpus_role_scores(key: str) -> RoleScores | None:
     """Role scores averaged over the example sentences, with a progress bar; None on failure."""
     items = examples()
@@ -118,7 +111,7 @@ def corpus_role_scores(key: str) -> RoleScores | None:
     scores = []
     try:
         for i, (a, b) in enumerate(items):
-            scores.append(_example_scores(key, a, b))
+            scores.append(example_role_scores(key, a, b))
             bar.progress((i + 1) / len(items), text=f"Scored {i + 1} of {len(items)} example sentences")
     except AttnvizError as e:
         st.warning(str(e))
@@ -154,15 +147,6 @@ def head_selectors(prefix: str, n_layers: int, n_heads: int) -> tuple[int, int]:
     return int(sel_layer), int(sel_head)
 
 
-@st.cache_resource(max_entries=8, show_spinner=False)
-def ablation_run(key: str, text: str, pair: str | None, heads: tuple):
-    """AblationRun of the sidebar's model and text with `heads` (sorted tuple of (layer, head)) off."""
-    from attnviz.metrics.ablation import run
-    from attnviz.ui.cache import get_model
-
-    return run(get_model(key), get_result(key, text, pair, None), frozenset(heads))
-
-
 def rank_all_heads(key: str, text: str, pair: str | None) -> np.ndarray:
     """(layer, head) effect of ablating each head alone, with a progress bar; kept in session state."""
     from attnviz.metrics.ablation import rank_heads
@@ -183,26 +167,6 @@ def rank_all_heads(key: str, text: str, pair: str | None) -> np.ndarray:
     return out
 
 
-@st.cache_data(max_entries=512, show_spinner=False)
-def flow_row(mixes: np.ndarray, target: int, layer: int) -> np.ndarray:
-    """Attention-flow values (n,) from output `target` after `layer`, cached per (matrices, target, layer)
-    so that the all-outputs view reuses rows already computed."""
-    from attnviz.metrics.flow import attention_flow
-
-    return attention_flow(mixes, [target], layer)[0]
-
-
-@st.cache_resource(max_entries=16, show_spinner=False)
-def _induction_one(key: str, n_words: int, seed: int) -> dict:
-    from attnviz.metrics.induction import copy_positions, induction_scores, repeated_text
-    from attnviz.ui.cache import get_model
-
-    rt = repeated_text(get_model(key).tokenizer, n_words, seed)
-    result = get_result(key, rt.text, None, None)
-    first, second = copy_positions(result.token_ids, result.special_mask, n_words)
-    return {"text": rt.text, **induction_scores(result.attention, first, second)}
-
-
 def induction_of_model(key: str, n_words: int, n_sequences: int) -> dict | None:
     """Induction and duplicate-token scores (layer, head) averaged over n_sequences random repeated
     sequences (seeds 0..n-1), with a progress bar; "text" is the first sequence. None on failure."""
@@ -210,7 +174,7 @@ def induction_of_model(key: str, n_words: int, n_sequences: int) -> dict | None:
     runs = []
     try:
         for seed in range(n_sequences):
-            runs.append(_induction_one(key, n_words, seed))
+            runs.append(induction_one(key, n_words, seed))
             bar.progress((seed + 1) / n_sequences, text=f"Sequence {seed + 1} of {n_sequences}")
     except AttnvizError as e:
         st.warning(str(e))

@@ -3,17 +3,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from attnviz.query_key.qk import QueryKey, query_key
-from attnviz.ui.cache import get_model
 
 _SHARED_SEEN = "_qk_shared_seen"  # the shared (layer, head) this page last wrote
-
-
-# q and k of every layer: 9.4 MB for MiniLM at 512 tokens, ~70 MB for SmolLM2; a few entries only.
-@st.cache_resource(max_entries=4, show_spinner=False)
-def get_query_key(model_key: str, text: str, text_pair: str | None, max_tokens: int | None) -> QueryKey:
-    """QueryKey of the model and text (shared by all sessions: read-only arrays, never mutate it)."""
-    return query_key(get_model(model_key), text, text_pair, max_tokens=max_tokens)
 
 
 def _clamp(value, n: int) -> int:

@@ -14,8 +14,13 @@ TRAINED_KEY = "training_result"  # session key of that AttentionResult
 LONG = "A long text (~512 tokens)"
 
 
+def installed_models() -> list[str]:
+    """Keys of the packaged models installed here (the model pickers' first entries)."""
+    return [k for k, s in PACKAGED.items() if package_dir(s.package)]
+
+
 def _model_options() -> dict[str, str]:
-    opts = {k: s.label for k, s in PACKAGED.items() if package_dir(s.package)}
+    opts = {k: PACKAGED[k].label for k in installed_models()}
     opts[OTHER] = "Other: a HuggingFace hub id or a local folder…"
     if st.session_state.get(TRAINED_KEY) is not None:
         opts[TRAINED] = "Trained toy model (stored on the Training page)"

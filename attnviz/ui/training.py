@@ -8,9 +8,10 @@ import streamlit as st
 
 from attnviz.errors import AttnvizError
 from attnviz.training import figures
-from attnviz.training.runs import Run, from_bytes, load, recorded_runs, to_bytes
+from attnviz.training.runs import Run, from_bytes, to_bytes
 from attnviz.ui.figure import show_figure
 from attnviz.ui.share import bind
+from attnviz.ui.cache import recorded
 
 POSITIONAL_LABELS = {"learned": "learned", "sinusoidal": "sinusoidal", "rope": "RoPE", "alibi": "ALiBi", "none": "none"}
 SHORT_LABELS = {"self": "encoder self-attention", "decoder": "decoder self-attention", "cross": "cross-attention"}
@@ -23,13 +24,6 @@ def stack_label(kind: str, stack: str, short: bool = False) -> str:
     if stack == "self" and kind != "encoder-decoder":
         return "causal self-attention" if kind == "decoder" else "self-attention"
     return (SHORT_LABELS if short else STACK_LABELS).get(stack, stack)
-
-
-@st.cache_resource(max_entries=8, show_spinner=False)
-def recorded(name: str) -> Run | None:
-    """The recorded run shipped in assets/runs/<name>.npz (shared: never mutate it)."""
-    path = recorded_runs().get(name)
-    return load(path) if path else None
 
 
 def runs() -> dict:

@@ -114,6 +114,8 @@ def test_each_feature_has_one_figures_module_and_only_figures_import_plotly():
            if "plotly" in _imports(p) and p.name != "figures.py" and p.relative_to(ROOT).as_posix() not in
            ("attnviz/plotting.py", "attnviz/export.py")]
     assert bad == []
+    pages = [p.name for p in (ROOT / "app_pages").glob("*.py") if "plotly" in _imports(p)]
+    assert pages == []  # pages draw figures that a feature's figures.py built
 
 
 def test_streamlit_caches_live_in_ui_cache():
