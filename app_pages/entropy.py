@@ -2,7 +2,7 @@
 import numpy as np
 import streamlit as st
 
-from attnviz.metrics.entropy import head_mean, padding_mask
+from attnviz.metrics.entropy import head_mean, padding_positions
 from attnviz.metrics.figures import head_grid, token_bars
 from attnviz.ui import metrics as aw
 from attnviz.ui.sidebar import require_result
@@ -33,7 +33,7 @@ unit = c1.radio("Show", ["normalised (0–1)", "nats"], horizontal=True, key="en
 include_special = c2.toggle("Include [CLS]/[SEP] rows in the head means", key="en_special",
                             help="Special tokens often attend in their own way; leave them out to see the words only.")
 per_row = ent["normalised"] if unit.startswith("normalised") else ent["nats"]
-valid = ~padding_mask(result.tokens, result.special_mask)
+valid = ~padding_positions(result.tokens, result.special_mask)
 if not include_special:
     valid = valid & ~np.asarray(result.special_mask, dtype=bool)
 if not valid.any():

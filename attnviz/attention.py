@@ -140,6 +140,20 @@ def softmax_jacobian(p: np.ndarray) -> np.ndarray:
 
 
 def row_entropy(p: np.ndarray, eps: float = 1e-12) -> np.ndarray:
-    """Entropy in nats of each probability row p (..., n) -> (...)."""
+    """Entropy in nats of each probability row p (..., n) -> (...). (The head analytics'
+    metrics.entropy.row_entropy adds key masks and normalisation on top of the same sum.)"""
     p = np.asarray(p, dtype=np.float64)
     return -(p * np.log(p + eps)).sum(axis=-1)
+
+
+def total_variation(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Total-variation distance between matching probability rows: (..., key) -> (...).
+    Half the L1 distance: 0 for the same row, 1 for rows with no weight in common."""
+    return 0.5 * np.abs(np.asarray(a) - np.asarray(b)).sum(axis=-1)  # in the inputs' own dtype
+
+
+def allowed_keys(seq_len: int, causal: bool) -> np.ndarray:
+    """bool (query, key): True where a query may attend to a key (j <= i when causal)."""
+    if seq_len < 1:
+        raise BadInput("There are no tokens to analyse.")
+    return causal_mask(seq_len) if causal else np.ones((seq_len, seq_len), dtype=bool)

@@ -5,6 +5,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from attnviz.attention import causal_mask
 from attnviz.attention import batch_masks, scaled_dot_product, softmax
 from attnviz.errors import BadInput
 
@@ -73,7 +74,7 @@ def future_leak(seq_len: int = 6, d: int = 4, seed: int = 0) -> Leak:
     x = rng.standard_normal((seq_len, d))
     x2 = x.copy()
     x2[-1] = rng.standard_normal(d) * 2
-    causal = np.tril(np.ones((seq_len, seq_len), dtype=bool))
+    causal = causal_mask(seq_len)
     changes = []
     for mask in (causal, None):
         out1, w1 = scaled_dot_product(x, x, x, mask=mask)

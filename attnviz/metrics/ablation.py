@@ -12,6 +12,7 @@ from typing import Callable
 
 import numpy as np
 
+from attnviz.attention import total_variation
 from attnviz.errors import BadInput
 
 # Where the attention output projection of layer {i} lives, relative to model.base_model,
@@ -201,7 +202,7 @@ def attention_change(base: np.ndarray, other: np.ndarray) -> np.ndarray:
     0 = identical, 1 = disjoint."""
     if base.shape != other.shape:
         raise BadInput(f"attention shapes differ: {base.shape} vs {other.shape}")
-    return 0.5 * np.abs(base - other).sum(axis=-1).mean(axis=(1, 2))
+    return total_variation(base, other).mean(axis=(1, 2))
 
 
 def effect(base: AblationRun, other: AblationRun) -> float:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from attnviz.attention import total_variation
 from attnviz.errors import BadInput
 
 
@@ -35,7 +36,7 @@ def difference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def row_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Mean total-variation distance between matching rows: (..., query, key) -> (...,).
     0 = same attention, 1 = the rows attend to disjoint keys."""
-    return 0.5 * np.abs(difference(a, b)).sum(axis=-1).mean(axis=-1)
+    return total_variation(a, b).mean(axis=-1)
 
 
 def head_distance(a, b) -> np.ndarray:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from attnviz.attention import allowed_keys
 from attnviz.errors import BadInput
 
 EPS = 1e-12  # added inside the log so that p = 0 gives 0 * log(eps) = 0, never nan
@@ -10,17 +11,9 @@ EPS = 1e-12  # added inside the log so that p = 0 gives 0 * log(eps) = 0, never 
 PAD_TOKENS = frozenset({"[PAD]", "<pad>", "<|pad|>", "<PAD>"})
 
 
-def allowed_keys(seq_len: int, causal: bool) -> np.ndarray:
-    """bool (query, key): True where a query may attend to a key (j <= i when causal)."""
-    if seq_len < 1:
-        raise BadInput("There are no tokens to analyse.")
-    if causal:
-        return np.tril(np.ones((seq_len, seq_len), dtype=bool))
-    return np.ones((seq_len, seq_len), dtype=bool)
-
-
-def padding_mask(tokens, special_mask) -> np.ndarray:
-    """bool (seq_len,): True at padding positions (left out of head means)."""
+def padding_positions(tokens, special_mask) -> np.ndarray:
+    """bool (seq_len,): True at padding tokens (left out of head means). Not attention.padding_mask,
+    which is True at the real tokens of a padded batch."""
     special = np.asarray(special_mask, dtype=bool)
     return np.array([bool(s) and t in PAD_TOKENS for t, s in zip(tokens, special)], dtype=bool)
 
@@ -30,7 +23,7 @@ def result_masks(result) -> tuple[np.ndarray, np.ndarray]:
 
     Padding keys are not allowed; padding query rows are not valid.
     """
-    pad = padding_mask(result.tokens, result.special_mask)
+    pad = padding_positions(result.tokens, result.special_mask)
     allowed = allowed_keys(result.seq_len, result.facts.causal)
     if pad.any():
         allowed = allowed & ~pad[None, :]

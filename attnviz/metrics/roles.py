@@ -7,7 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from attnviz.errors import BadInput
-from attnviz.metrics.entropy import padding_mask, row_entropy
+from attnviz.attention import allowed_keys
+from attnviz.metrics.entropy import padding_positions, row_entropy
 
 # role key -> (short label, definition shown on the page). Order = tie-break order.
 ROLES: dict[str, tuple[str, str]] = {
@@ -50,7 +51,7 @@ def role_positions(tokens, special_mask) -> dict[str, np.ndarray]:
     """bool (seq_len,) masks of the positions the 'cls', 'sep' and 'punct' roles look at."""
     special = np.asarray(special_mask, dtype=bool)
     n = len(tokens)
-    pad = padding_mask(tokens, special)
+    pad = padding_positions(tokens, special)
     cls = np.zeros(n, dtype=bool)
     if n and special[0] and not pad[0]:
         cls[0] = True
@@ -79,8 +80,7 @@ def role_scores(attention: np.ndarray, tokens, special_mask, *, causal: bool = F
         out[:, layer] = reader.layer(att[layer])
     q = reader.q
     idx = {role: ROLE_KEYS.index(role) for role in ROLE_KEYS}
-    allowed = np.tril(np.ones((n, n), dtype=bool)) if causal else np.ones((n, n), dtype=bool)
-    allowed &= ~padding_mask(tokens, special_mask)[None, :]
+    allowed = allowed_keys(n, causal) & ~padding_positions(tokens, special_mask)[None, :]
     if row_nats is None:
         row_nats, _ = row_entropy(att, allowed)
     out[idx["broad"]] = broadness(row_nats, allowed.sum(axis=-1))[..., q].mean(axis=-1)
@@ -93,7 +93,7 @@ class RoleReader:
     def __init__(self, tokens, special_mask, *, causal: bool = False):
         n = len(tokens)
         pos = role_positions(tokens, special_mask)
-        self.q = np.flatnonzero(~padding_mask(tokens, special_mask))  # valid query rows
+        self.q = np.flatnonzero(~padding_positions(tokens, special_mask))  # valid query rows
         self.qp = self.q[self.q >= 1]  # queries that have a previous token
         self.qn = self.q[self.q <= n - 2] if not causal else self.q[:0]  # ... a next token
         self.idx = {role: ROLE_KEYS.index(role) for role in ROLE_KEYS}

@@ -16,7 +16,7 @@ from attnviz.errors import AttentionUnavailable, BadInput
 from attnviz.attention import softmax
 from attnviz.capture import register_attention
 from attnviz.extract import encode
-from attnviz.metrics.entropy import allowed_keys
+from attnviz.attention import allowed_keys
 
 NAME = "attnviz_qk_capture"
 # Largest |softmax(q·k·scaling) - the model's attention| accepted as "the same row".

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from attnviz.attention import total_variation
 from attnviz.errors import BadInput
 
 EPS = 1e-12
@@ -33,7 +34,7 @@ def frame_distance(frames: np.ndarray, reference: np.ndarray | None = None) -> n
     ref = a[-1] if reference is None else np.asarray(reference, dtype=np.float64)
     if ref.shape != a.shape[1:]:
         raise BadInput(f"The reference map {ref.shape} does not match the snapshots {a.shape[1:]}.")
-    return 0.5 * np.abs(a - ref[None]).sum(axis=-1).mean(axis=-1)
+    return total_variation(a, ref[None]).mean(axis=-1)
 
 
 def settle_frames(frames: np.ndarray, tol: float = 0.1) -> np.ndarray:

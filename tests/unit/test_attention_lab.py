@@ -89,3 +89,19 @@ def test_softmax_jacobian_and_entropy():
     np.testing.assert_allclose(softmax_jacobian(softmax(s.numpy())), jac, atol=1e-12)
     assert row_entropy(np.full(8, 1 / 8)) == pytest.approx(np.log(8))
     assert row_entropy(np.eye(3)[0]) == pytest.approx(0, abs=1e-9)
+
+
+def test_total_variation_by_hand():
+    from attnviz.attention import total_variation
+
+    a = np.array([[0.5, 0.5, 0.0], [1.0, 0.0, 0.0]])
+    b = np.array([[0.5, 0.25, 0.25], [0.0, 0.0, 1.0]])
+    np.testing.assert_allclose(total_variation(a, b), [0.25, 1.0])  # |0|+|.25|+|.25| / 2; disjoint rows
+    np.testing.assert_allclose(total_variation(a, a), [0.0, 0.0])
+
+
+def test_allowed_keys_is_the_causal_mask_when_causal():
+    from attnviz.attention import allowed_keys, causal_mask
+
+    np.testing.assert_array_equal(allowed_keys(4, True), causal_mask(4))
+    assert allowed_keys(3, False).all()

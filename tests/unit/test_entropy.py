@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from attnviz.errors import BadInput
-from attnviz.metrics.entropy import allowed_keys, head_entropy, head_mean, padding_mask, row_entropy
+from attnviz.attention import allowed_keys
+from attnviz.metrics.entropy import head_entropy, head_mean, padding_positions, row_entropy
 
 
 def test_uniform_row_has_entropy_log_n():
@@ -56,7 +57,7 @@ def test_disallowed_keys_are_ignored():
 def test_padding_rows_left_out_of_head_means():
     tokens = ("[CLS]", "a", "[SEP]", "[PAD]")
     special = np.array([True, False, True, True])
-    pad = padding_mask(tokens, special)
+    pad = padding_positions(tokens, special)
     assert pad.tolist() == [False, False, False, True]
     per_row = np.array([[0.2, 0.4, 0.6, 100.0]])
     np.testing.assert_allclose(head_mean(per_row, ~pad), [0.4])
