@@ -10,6 +10,8 @@ from __future__ import annotations
 import threading
 from contextlib import contextmanager
 
+from attnviz.hooks import attention_function, register_attention
+
 
 # model types whose eager attention is exactly the function below (tests compare with eager)
 CAPTURE_TYPES = frozenset({"bert", "llama"})
@@ -42,28 +44,6 @@ def _eager_into_buffer(module, query, key, value, attention_mask, scaling=None, 
     return torch.matmul(weights, value).transpose(1, 2).contiguous(), weights
 
 
-def register_attention(name: str, fn) -> None:
-    """Register `fn` as transformers attention implementation `name`, with eager's mask function
-    under the same name: without one, transformers 5 builds no attention mask at all for a new
-    name (a causal model would then see later tokens, padding would count)."""
-    from transformers import AttentionInterface
-    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS
-
-    AttentionInterface.register(name, fn)
-    ALL_MASK_ATTENTION_FUNCTIONS.register(name, _mask)
-
-
-def _mask(*, mask_function, attention_mask=None, **kwargs):
-    """eager's mask, with a quick exit for the common case: a bidirectional model and no padding
-    needs no mask at all (eager_mask would reach the same None after ~65 us of checks, 1-2% of a
-    16-token forward)."""
-    from transformers.masking_utils import bidirectional_mask_function, eager_mask
-
-    if mask_function is bidirectional_mask_function and (attention_mask is None or bool(attention_mask.all())):
-        return None
-    return eager_mask(mask_function=mask_function, attention_mask=attention_mask, **kwargs)
-
-
 def supported(model) -> bool:
     cfg = model.config
     import torch
@@ -85,12 +65,9 @@ def capture(model, n_layers: int, n_heads: int, seq_len: int):
     # torch's allocator, not np.empty: its large blocks are first written 3-8x faster here
     # (0.08 s against 0.2-0.7 s to fill SmolLM2's 283 MB at 512 tokens); the numpy view keeps it alive
     buffer = torch.empty((n_layers, 1, n_heads, seq_len, seq_len), dtype=torch.float32)
-    config = model.config
-    before = config._attn_implementation
     _TARGET.buffer = buffer
-    config._attn_implementation = NAME  # restored below; the caller holds the model's lock
     try:
-        yield buffer.numpy()[:, 0]
+        with attention_function([model.config], NAME):  # the caller holds the model's lock
+            yield buffer.numpy()[:, 0]  # hook point attn.pattern for every layer
     finally:
-        config._attn_implementation = before
         _TARGET.buffer = None

@@ -14,76 +14,7 @@ import numpy as np
 
 from attnviz.attention import total_variation
 from attnviz.errors import BadInput
-
-# Where the attention output projection of layer {i} lives, relative to model.base_model,
-# per transformers model_type. Unlisted types: every template is tried in turn.
-OUTPUT_PROJECTION: dict[str, str] = {
-    "bert": "encoder.layer.{i}.attention.output.dense",
-    "roberta": "encoder.layer.{i}.attention.output.dense",
-    "xlm-roberta": "encoder.layer.{i}.attention.output.dense",
-    "camembert": "encoder.layer.{i}.attention.output.dense",
-    "electra": "encoder.layer.{i}.attention.output.dense",
-    "ernie": "encoder.layer.{i}.attention.output.dense",
-    "megatron-bert": "encoder.layer.{i}.attention.output.dense",
-    "deberta-v2": "encoder.layer.{i}.attention.output.dense",
-    "distilbert": "transformer.layer.{i}.attention.out_lin",
-    "mpnet": "encoder.layer.{i}.attention.attn.o",
-    "modernbert": "layers.{i}.attn.Wo",
-    "llama": "layers.{i}.self_attn.o_proj",
-    "mistral": "layers.{i}.self_attn.o_proj",
-    "qwen2": "layers.{i}.self_attn.o_proj",
-    "qwen3": "layers.{i}.self_attn.o_proj",
-    "gemma": "layers.{i}.self_attn.o_proj",
-    "gemma2": "layers.{i}.self_attn.o_proj",
-    "phi3": "layers.{i}.self_attn.o_proj",
-    "olmo": "layers.{i}.self_attn.o_proj",
-    "phi": "layers.{i}.self_attn.dense",
-    "gpt2": "h.{i}.attn.c_proj",
-    "gptj": "h.{i}.attn.out_proj",
-    "gpt_neo": "h.{i}.attn.attention.out_proj",
-    "gpt_neox": "layers.{i}.attention.dense",
-    "falcon": "h.{i}.self_attention.dense",
-    "bloom": "h.{i}.self_attention.dense",
-    "opt": "decoder.layers.{i}.self_attn.out_proj",
-    "t5": "encoder.block.{i}.layer.0.SelfAttention.o",
-    "mt5": "encoder.block.{i}.layer.0.SelfAttention.o",
-    "bart": "encoder.layers.{i}.self_attn.out_proj",
-    "mbart": "encoder.layers.{i}.self_attn.out_proj",
-    "marian": "encoder.layers.{i}.self_attn.out_proj",
-}
-
-
-def _resolve(root, path: str):
-    obj = root
-    for part in path.split("."):
-        obj = obj[int(part)] if part.isdigit() else getattr(obj, part)
-    return obj
-
-
-def output_projection(model, layer: int):
-    """The module whose input is layer `layer`'s concatenated head outputs (batch, seq, n_heads*d_head)."""
-    base = getattr(model, "base_model", model)
-    model_type = getattr(model.config, "model_type", "")
-    templates = [OUTPUT_PROJECTION[model_type]] if model_type in OUTPUT_PROJECTION else []
-    templates += [t for t in dict.fromkeys(OUTPUT_PROJECTION.values()) if t not in templates]
-    for template in templates:
-        for root in (base, model):
-            try:
-                return _resolve(root, template.format(i=layer))
-            except (AttributeError, IndexError, TypeError):
-                continue
-    raise BadInput(f"Ablation does not know where the attention output projection of a {model_type or 'this'} "
-                   "model lives, so its heads cannot be switched off.")
-
-
-def _in_width(module) -> int:
-    if hasattr(module, "in_features"):
-        return int(module.in_features)
-    weight = getattr(module, "weight", None)
-    if weight is not None and weight.ndim == 2:  # GPT-2 Conv1D stores (in, out)
-        return int(weight.shape[0])
-    raise BadInput("The attention output projection has no known input width.")
-
+from attnviz.hooks import in_width, output_projection, pre_hooks
 
 def check_heads(heads, n_layers: int, n_heads: int) -> frozenset:
     """Validated frozenset of (layer, head); every head at once is refused."""
@@ -110,16 +41,12 @@ def ablate(model, heads, n_heads: int):
     by_layer: dict[int, list[int]] = {}
     for layer, head in heads:
         by_layer.setdefault(layer, []).append(head)
-    handles = []
-    try:
-        for layer, hs in by_layer.items():
-            proj = output_projection(model, layer)
-            d_head = _in_width(proj) // n_heads
-            handles.append(proj.register_forward_pre_hook(_zero_heads(sorted(hs), n_heads, d_head)))
+    pairs = []
+    for layer, hs in by_layer.items():
+        proj = output_projection(model, layer)  # its input is hook point attn.head_out
+        pairs.append((proj, _zero_heads(sorted(hs), n_heads, in_width(proj) // n_heads)))
+    with pre_hooks(pairs):
         yield
-    finally:
-        for h in handles:
-            h.remove()
 
 
 def _zero_heads(heads: list[int], n_heads: int, d_head: int):

@@ -14,7 +14,7 @@ import numpy as np
 
 from attnviz.errors import AttentionUnavailable, BadInput
 from attnviz.attention import softmax
-from attnviz.capture import register_attention
+from attnviz.hooks import attention_function, register_attention
 from attnviz.extract import encode
 from attnviz.attention import allowed_keys
 
@@ -183,17 +183,13 @@ def query_key(loaded, text: str, text_pair: str | None = None, max_tokens: int |
     if facts.kind == "encoder-decoder":
         runner = model.get_encoder()
         inputs = {k: v for k, v in inputs.items() if k in ("input_ids", "attention_mask")}
-    configs = {id(c): c for c in (model.config, getattr(runner, "config", model.config))}.values()
+    configs = (model.config, getattr(runner, "config", model.config))
     with loaded.lock, torch.inference_mode():
-        before = [(c, c._attn_implementation) for c in configs]
         _STATE.current = state
         try:
-            for c, _ in before:
-                c._attn_implementation = NAME  # restored below; we hold the model's lock
-            runner(**inputs, output_attentions=True, return_dict=True)
+            with attention_function(configs, NAME):  # hook points attn.q, attn.k; we hold the lock
+                runner(**inputs, output_attentions=True, return_dict=True)
         finally:
-            for c, impl in before:
-                c._attn_implementation = impl
             _STATE.current = None
     if state.problem:
         raise _unsupported(model_type, state.problem)
