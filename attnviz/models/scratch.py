@@ -15,6 +15,7 @@ from torch import nn
 
 from attnviz.attention import causal_mask, sdpa_torch
 from attnviz.errors import BadInput
+from attnviz.positional.alibi import alibi_slopes
 from attnviz.types import AttentionResult, ModelFacts
 
 KINDS = ("encoder", "decoder", "encoder-decoder")
@@ -87,8 +88,9 @@ def _rope(x: torch.Tensor, offset: int = 0) -> torch.Tensor:
 
 
 def _alibi_slopes(n_heads: int) -> torch.Tensor:
-    """Head h gets slope 2^(-8(h+1)/n): consecutive powers of one ratio (1/2 ... 1/256 for 8 heads)."""
-    return torch.tensor([2.0 ** (-8.0 * (h + 1) / n_heads) for h in range(n_heads)])
+    """(H,) the ALiBi reference slopes (attnviz.positional.alibi.alibi_slopes, the one definition):
+    1/2 ... 1/256 for 8 heads; for head counts that are not powers of two, interleaved as in get_slopes."""
+    return torch.tensor(alibi_slopes(n_heads), dtype=torch.float32)
 
 
 def _alibi_bias(n_heads: int, t_q: int, t_k: int) -> torch.Tensor:

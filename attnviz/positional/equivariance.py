@@ -47,6 +47,11 @@ class EquivarianceReport:
         return tuple(self.tokens[i] for i in self.perm)
 
     @property
+    def weights_permuted(self) -> np.ndarray:
+        """(n, n) the original attention with rows and columns put in the shuffled order."""
+        return self.weights[np.ix_(self.perm, self.perm)]
+
+    @property
     def equivariant(self) -> bool:
         """True when shuffling the tokens just shuffled the attention and the outputs."""
         return self.attention_error < TOLERANCE and self.output_error < TOLERANCE

@@ -150,3 +150,107 @@ def bars(labels, values, *, title: str, y_title: str, text=None, height: int = 3
 def figure_bytes(fig: go.Figure) -> int:
     """Size of the figure's JSON, which is what Streamlit sends to the browser."""
     return len(fig.to_json())
+
+
+# ---------------------------------------------------------------- the page's figures, one builder each
+AXES_QK = dict(x_title="key position", y_title="query position")
+
+
+def sinusoidal_table(table: np.ndarray) -> go.Figure:
+    """The (max_len, d_model) sinusoidal table as a heatmap."""
+    max_len, d_model = table.shape
+    return table_heatmap(table, title=f"PE table: {max_len} positions x {d_model} dimensions",
+                         x_title="dimension", y_title="position", value_name="PE", height=480)
+
+
+def sinusoidal_waves(table: np.ndarray, dims: list[int], frequencies: np.ndarray) -> go.Figure:
+    """Chosen columns of a (max_len, d_model) table across positions; frequencies: (d_model/2,) w_i."""
+    series = {f"dim {d} ({'sin' if d % 2 == 0 else 'cos'}, w = {frequencies[d // 2]:.3g})": table[:, d] for d in dims}
+    return lines(np.arange(table.shape[0]), series, title="Chosen dimensions across positions",
+                 x_title="position", y_title="PE value", height=340)
+
+
+def similarity_heatmap(sim: np.ndarray, *, title: str, axis_title: str = "position", max_side: int = MAX_CELLS_SIDE) -> go.Figure:
+    """(n, n) cosine similarity of positions, colours fixed to [-1, 1]."""
+    return table_heatmap(sim, title=title, x_title=axis_title, y_title=axis_title, value_name="cosine",
+                         zmin=-1, zmax=1, height=440, max_side=max_side)
+
+
+def offset_lines(offsets: np.ndarray, series: dict[str, np.ndarray], *, title: str, y_title: str, height: int) -> go.Figure:
+    """Curves against the offset between two positions."""
+    return lines(offsets, series, title=title, x_title="offset (positions)", y_title=y_title, height=height)
+
+
+def shift_matrix_heatmap(m_k: np.ndarray, k: int) -> go.Figure:
+    """The top-left block of M_k (already cut to the rows and columns shown)."""
+    shown = m_k.shape[0]
+    return table_heatmap(m_k, title=f"M_k, top-left {shown} x {shown} (k = {k})", x_title="input dim",
+                         y_title="output dim", value_name="M_k", zmin=-1, zmax=1, height=330)
+
+
+def learned_table(table: np.ndarray, name: str) -> go.Figure:
+    """A model's (n_positions, d_model) learned table, colours clipped at the 99th percentile."""
+    return table_heatmap(table, title=f"Learned: {name}", x_title="dimension", y_title="position",
+                         value_name="value", height=460, clip_percentile=99)
+
+
+def sinusoidal_companion(table: np.ndarray, max_side: int) -> go.Figure:
+    """A sinusoidal table of the same shape as a learned one, pooled to max_side cells per side."""
+    n_pos, d_model = table.shape
+    return table_heatmap(table, title=f"Sinusoidal, same shape ({n_pos} x {d_model})", x_title="dimension",
+                         y_title="position", value_name="PE", height=460, max_side=max_side)
+
+
+def norm_lines(norms: np.ndarray) -> go.Figure:
+    """(n_positions,) lengths of the learned position vectors."""
+    return lines(np.arange(len(norms)), {"L2 norm of the position vector": norms}, title="Length of each learned position vector",
+                 x_title="position", y_title="norm", height=300)
+
+
+def rope_rotation(m: int, thetas: np.ndarray, pairs: list[int]) -> go.Figure:
+    """The chosen pairs turned to position m; thetas: (d_head/2,) angle per position of each pair."""
+    return rotation_figure(m * thetas[pairs], thetas[pairs], m, [f"pair {i}: θ={thetas[i]:.3g}" for i in pairs])
+
+
+def rope_scores(scores: np.ndarray) -> go.Figure:
+    """(n, n) scores of one q at position m (rows) and one k at position n (columns)."""
+    return table_heatmap(scores, title="Score of the same q at position m and the same k at position n",
+                         x_title="key position n", y_title="query position m", value_name="score", height=440)
+
+
+def rope_decay(decay: dict[str, np.ndarray]) -> go.Figure:
+    """The three cases of `rope.score_decay` against the distance."""
+    random = "independent random q, k: mean of 2000 pairs (± 1 std shaded)"
+    bound = "paper's upper bound (scaled to 1 at 0)"
+    return lines(decay["distance"], {"aligned q = k (all ones)": decay["aligned"], bound: decay["bound"],
+                                     random: decay["random_mean"]},
+                 bands={random: decay["random_std"]}, dash={bound: "dash"},
+                 title="q_m · k_n / d_head against the distance n − m", x_title="distance n − m", y_title="score / d_head",
+                 height=400)
+
+
+def position_attention(weights: np.ndarray, *, title: str, zmax: float) -> go.Figure:
+    """(seq_len, seq_len) attention weights labelled by position."""
+    labels = [str(i) for i in range(weights.shape[0])]
+    return token_heatmap(weights, labels, labels, title=title, zmax=zmax, **AXES_QK)
+
+
+def alibi_slope_bars(slopes: np.ndarray) -> go.Figure:
+    """(n_heads,) slopes on a log axis, each labelled 2^exponent."""
+    return bars([f"h{h}" for h in range(len(slopes))], slopes, text=[f"2^{e:g}" for e in np.log2(slopes)],
+                title=f"Slopes for {len(slopes)} heads", y_title="slope m", log_y=True, height=340)
+
+
+def alibi_bias_heatmap(bias: np.ndarray, head: int) -> go.Figure:
+    """(seq_len, seq_len) ALiBi bias of one head; masked cells (-inf) stay blank."""
+    labels = [str(i) for i in range(bias.shape[0])]
+    return token_heatmap(bias, labels, labels, title=f"Bias of head {head} (masked cells blank)", value_name="bias",
+                         colorscale="Viridis", zmin=None, zmax=0, **AXES_QK)
+
+
+def alibi_bias_lines(slopes: np.ndarray, seq_len: int, max_heads: int = 8) -> go.Figure:
+    """Bias -m_h * distance against the distance 0 .. seq_len-1 for the first max_heads heads."""
+    dist = np.arange(seq_len)
+    return lines(dist, {f"h{h}": -slopes[h] * dist for h in range(min(len(slopes), max_heads))},
+                 title="Bias against distance" + (f" (first {max_heads} heads)" if len(slopes) > max_heads else ""),
+                 x_title="distance i − j", y_title="bias", height=420, legend_right=True)

@@ -84,3 +84,12 @@ def position_embeddings(loaded) -> LearnedPositions:
     weights.setflags(write=False)
     scheme = facts.position_scheme if facts.position_scheme in ("learned", "sinusoidal") else "learned"
     return LearnedPositions(matrix=weights, module=name, offset=int(offset), scheme=scheme)
+
+
+def vector_norms(table: np.ndarray, top: int = 4) -> tuple[np.ndarray, np.ndarray]:
+    """L2 length of each position vector and the positions of the `top` longest.
+
+    table: (n_positions, d_model). Returns (norms (n_positions,), positions (top,), longest first).
+    """
+    norms = np.linalg.norm(np.asarray(table, dtype=np.float64), axis=1)
+    return norms, np.argsort(norms)[::-1][:top]

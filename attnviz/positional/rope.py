@@ -152,3 +152,29 @@ def rope_attention_demo(seq_len: int = 16, d_head: int = 16, base: float = 10000
     _, plain = scaled_dot_product(q, k, v)
     _, rope = scaled_dot_product(qr, kr, v)
     return {"plain": plain, "rope": rope, "q_rope": qr, "k_rope": kr}
+
+
+def random_query_key(d_head: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """One seeded standard-normal query and key, (d_head,) each."""
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal(d_head), rng.standard_normal(d_head)
+
+
+def offset_scores(q: np.ndarray, k: np.ndarray, m: int, n: int, s: int, base: float = 10000.0) -> tuple[float, float, float]:
+    """The RoPE score three ways, equal to rounding: (R_m q).(R_n k), (R_(m+s) q).(R_(n+s) k), q.(R_(n-m) k).
+
+    q, k: (d_head,) vectors; m, n: query and key positions; s: a shift applied to both.
+    """
+    def rot(x, p):  # (d_head,) rotated to position p
+        return apply_rope(np.asarray(x)[None], [p], base)[0]
+
+    return float(rot(q, m) @ rot(k, n)), float(rot(q, m + s) @ rot(k, n + s)), float(q @ rot(k, n - m))
+
+
+def position_scores(q: np.ndarray, k: np.ndarray, n_positions: int, base: float = 10000.0) -> np.ndarray:
+    """(n_positions, n_positions) scores [m, n] = (R_m q).(R_n k) of one q and one k placed at every position.
+
+    q, k: (d_head,). The matrix is constant along each diagonal (it depends on n - m alone).
+    """
+    pos = np.arange(n_positions)
+    return apply_rope(np.tile(q, (n_positions, 1)), pos, base) @ apply_rope(np.tile(k, (n_positions, 1)), pos, base).T

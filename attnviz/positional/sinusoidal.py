@@ -76,6 +76,21 @@ def shift_matrix(k: int, d_model: int, base: float = 10000.0) -> np.ndarray:
     return m
 
 
+def shift_prediction(table: np.ndarray, pos: int, k: int, base: float = 10000.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """M_k (d_model, d_model), the table's PE(pos + k) (d_model,) and M_k @ PE(pos) (d_model,).
+
+    table: (max_len, d_model) sinusoidal table built with `base`; pos + k must be a row of it.
+    The last two agree to rounding: shifting by k is one fixed linear map.
+    """
+    table = np.asarray(table, dtype=np.float64)
+    if table.ndim != 2:
+        raise BadInput(f"Expected a (positions, d_model) table, got shape {table.shape}.")
+    if pos < 0 or k < 0 or pos + k >= table.shape[0]:
+        raise BadInput(f"pos + k = {pos + k} is past the table ({table.shape[0]} positions). Lower pos or k.")
+    m_k = shift_matrix(k, table.shape[1], base)
+    return m_k, table[pos + k], m_k @ table[pos]
+
+
 def shift_property_error(pe: np.ndarray, k: int, base: float = 10000.0) -> float:
     """max |PE(p + k) - M_k PE(p)| over all p with p + k in the table. pe: (max_len, d_model)."""
     pe = np.asarray(pe, dtype=np.float64)
@@ -118,3 +133,12 @@ def offset_profile(sim: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         d = np.diagonal(sim, offset=k)
         means[k], spreads[k] = d.mean(), d.max() - d.min()
     return means, spreads
+
+
+def sample_positions(n: int, limit: int = 512) -> tuple[np.ndarray, int]:
+    """Every stride-th position of 0 .. n-1, stride = ceil(n / limit): at most `limit` positions.
+
+    Returns (positions (ceil(n / stride),), stride); keeps an (n, n) similarity figure small.
+    """
+    stride = max(1, int(np.ceil(n / limit)))
+    return np.arange(0, n, stride), stride

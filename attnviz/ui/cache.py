@@ -86,3 +86,12 @@ def induction_one(key: str, n_words: int, seed: int) -> dict:
 @st.cache_data(max_entries=4, show_spinner=False)
 def scaling_sweep(n_keys: int, n_trials: int):
     return saturation_sweep(D_K_GRID, ScalingConfig(n_keys=n_keys, n_trials=n_trials))
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def rope_relative_errors(d_head: int, base: float) -> dict:
+    """How exactly RoPE scores depend on the offset alone, in float64 and float32 (Positional page, RoPE tab)."""
+    from attnviz.positional.rope import relative_property_error
+
+    return {"float64": relative_property_error(d_head, base, 4096, dtype=np.float64),
+            "float32": relative_property_error(d_head, base, 4096, dtype=np.float32)}

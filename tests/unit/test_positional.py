@@ -233,3 +233,85 @@ def test_pool_and_figure_size():
     assert plots.figure_bytes(fig) < 400_000
     sim = plots.table_heatmap(pe.cosine_similarity(big), title="s", x_title="p", y_title="p")
     assert plots.figure_bytes(sim) < 450_000
+
+
+# ---------------------------------------------------------------- maths moved out of the page (issue 12)
+def test_shift_prediction_by_hand():
+    # d_model = 2: one pair, w_0 = 1 whatever the base; PE(p) = (sin p, cos p)
+    table = pe.sinusoidal(10, 2)
+    m_k, actual, predicted = pe.shift_prediction(table, pos=1, k=2)
+    c, s = math.cos(2), math.sin(2)
+    assert np.allclose(m_k, [[c, s], [-s, c]])
+    assert np.allclose(actual, [math.sin(3), math.cos(3)])
+    assert np.allclose(predicted, [math.sin(3), math.cos(3)], atol=1e-12)
+    with pytest.raises(BadInput, match="past the table"):
+        pe.shift_prediction(table, pos=8, k=2)
+
+
+def test_sample_positions_keeps_at_most_the_limit():
+    idx, stride = pe.sample_positions(10)
+    assert stride == 1 and idx.tolist() == list(range(10))
+    idx, stride = pe.sample_positions(1000, limit=512)  # ceil(1000 / 512) = 2
+    assert stride == 2 and len(idx) == 500 and idx[:3].tolist() == [0, 2, 4] and idx[-1] == 998
+    idx, stride = pe.sample_positions(1025, limit=512)  # ceil(1025 / 512) = 3
+    assert stride == 3 and len(idx) == 342 and idx[-1] == 1023
+
+
+def test_vector_norms_and_longest_positions():
+    norms, top = pe.vector_norms(np.array([[3.0, 4.0], [0.0, 1.0], [6.0, 8.0]]), top=2)
+    assert norms.tolist() == [5.0, 1.0, 10.0]
+    assert top.tolist() == [2, 0]
+
+
+def test_rope_offset_scores_and_position_scores_by_hand():
+    # d_head = 2: theta_0 = 1. R_m (1, 0) = (cos m, sin m); R_n (0, 1) = (-sin n, cos n); dot = sin(m - n)
+    q, k = np.array([1.0, 0.0]), np.array([0.0, 1.0])
+    scores = pe.offset_scores(q, k, m=5, n=12, s=1000)
+    assert np.allclose(scores, [math.sin(-7)] * 3, atol=1e-9)
+    grid = pe.position_scores(q, k, 4)
+    assert grid.shape == (4, 4)
+    assert np.allclose(grid, [[math.sin(m - n) for n in range(4)] for m in range(4)])
+
+
+def test_random_query_key_is_seeded():
+    q, k = pe.random_query_key(4, seed=0)
+    rng = np.random.default_rng(0)
+    assert np.array_equal(q, rng.standard_normal(4)) and np.array_equal(k, rng.standard_normal(4))
+
+
+def test_alibi_content_scores_and_power_of_two_below():
+    assert [pe.power_of_two_below(n) for n in (1, 2, 3, 6, 8, 15, 16)] == [1, 2, 2, 4, 8, 8, 16]
+    assert np.array_equal(pe.content_scores(3, 0.0), np.zeros((3, 3)))
+    assert np.array_equal(pe.content_scores(3, 2.0, seed=1), 2.0 * np.random.default_rng(1).standard_normal((3, 3)))
+
+
+def test_weights_permuted_puts_rows_and_columns_in_the_new_order():
+    rep = pe.permutation_demo("a b c", "sinusoidal", perm=[2, 0, 1])
+    w = rep.weights
+    assert rep.weights_permuted[0, 1] == w[2, 0] and rep.weights_permuted[1, 2] == w[0, 1]
+    assert rep.weights_permuted[2, 2] == w[1, 1]
+    none = pe.permutation_demo("a b c", "none", perm=[2, 0, 1])
+    assert np.allclose(none.weights_permuted, none.weights_shuffled, atol=1e-12)
+
+
+# ---------------------------------------------------------------- one ALiBi slope rule everywhere (issue 12)
+def test_toy_model_uses_the_reference_slopes():
+    from attnviz.models.scratch import _alibi_slopes
+
+    for n in range(1, 17):
+        toy = _alibi_slopes(n)
+        assert toy.dtype.is_floating_point and toy.shape == (n,)
+        assert np.allclose(toy.numpy(), pe.alibi_slopes(n), rtol=1e-6, atol=0), n
+        assert np.allclose(toy.numpy(), _reference_slopes(n), rtol=1e-6, atol=0), n
+
+
+def test_paper_formula_and_reference_differ_at_six_heads():
+    paper = [2.0 ** (-8.0 * h / 6) for h in range(1, 7)]  # 2^(-8h/H), written out here
+    reference = [1 / 4, 1 / 16, 1 / 64, 1 / 256, 1 / 2, 1 / 8]  # get_slopes(6): 4-head slopes, then odd 8-head ones
+    assert np.allclose(pe.paper_slopes(6), paper)
+    assert np.allclose(_reference_slopes(6), reference)
+    assert pe.paper_slopes(6)[0] == pytest.approx(2 ** (-4 / 3)) and pe.alibi_slopes(6)[0] == 1 / 4
+    assert not np.allclose(pe.paper_slopes(6), pe.alibi_slopes(6))
+    # they agree for powers of two, and only for those up to 16 heads
+    differ = [n for n in range(1, 17) if not np.allclose(pe.paper_slopes(n), pe.alibi_slopes(n))]
+    assert differ == [3, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15]
