@@ -4,10 +4,6 @@ from __future__ import annotations
 import streamlit as st
 
 
-def _sync(src: str, dst: str):
-    st.session_state[dst] = st.session_state[src]
-
-
 def clamp_choice(n_layers: int, n_heads: int) -> tuple[int, int]:
     """The shared (layer, head), clamped to this model's range (models differ in size)."""
     layer = min(max(int(st.session_state.get("layer", 0)), 0), n_layers - 1)
@@ -16,18 +12,37 @@ def clamp_choice(n_layers: int, n_heads: int) -> tuple[int, int]:
     return layer, head
 
 
-def head_picker(n_layers: int, n_heads: int, prefix: str, columns=None) -> tuple[int, int]:
-    """Two selectboxes (layer, head) bound to the shared st.session_state['layer'/'head']."""
-    layer, head = clamp_choice(n_layers, n_heads)
-    lk, hk = f"{prefix}_layer", f"{prefix}_head"
-    st.session_state[lk], st.session_state[hk] = layer, head
+def _clamp(value, n: int) -> int:
+    try:
+        return min(max(int(value), 0), n - 1)
+    except (TypeError, ValueError):
+        return 0
+
+
+def head_picker(n_layers: int, n_heads: int, prefix: str, columns=None, write_back: bool = True
+                ) -> tuple[int, int]:
+    """The one layer/head picker: two selectboxes (keys prefix_layer / prefix_head) that start at
+    the shared head (st.session_state["layer"/"head"], kept across pages and in the link).
+
+    A head chosen elsewhere since this picker last ran wins; otherwise the picker keeps its own
+    value (on a first visit a value from the link, when its keys are bound, wins over the shared
+    default). With write_back the choice becomes the shared head. Values outside this model's
+    range are clamped."""
+    lk, hk, seen_key = f"{prefix}_layer", f"{prefix}_head", f"_{prefix}_shared_seen"
+    shared = (st.session_state.get("layer"), st.session_state.get("head"))
+    seen = st.session_state.get(seen_key)
+    for key, n, value in ((lk, n_layers, shared[0]), (hk, n_heads, shared[1])):
+        mine = st.session_state.get(key)
+        if (seen is None and mine is None) or (seen is not None and shared != seen) or mine not in range(n):
+            st.session_state[key] = _clamp(value if value is not None else 0, n)
     c1, c2 = columns or st.columns(2)
-    with c1:
-        st.selectbox("Layer", range(n_layers), key=lk, on_change=_sync, args=(lk, "layer"),
-                     help="0 is the layer nearest the input.")
-    with c2:
-        st.selectbox("Head", range(n_heads), key=hk, on_change=_sync, args=(hk, "head"))
-    return st.session_state["layer"], st.session_state["head"]
+    layer = c1.selectbox("Layer", range(n_layers), key=lk, help="0 is the layer nearest the input.")
+    head = c2.selectbox("Head", range(n_heads), key=hk)
+    layer, head = int(layer), int(head)
+    if write_back:
+        st.session_state["layer"], st.session_state["head"] = layer, head
+    st.session_state[seen_key] = (st.session_state.get("layer"), st.session_state.get("head"))
+    return layer, head
 
 
 def open_head(layer: int, head: int, page: str | None = None):

@@ -134,17 +134,11 @@ def head_table(values: dict[str, np.ndarray]):
 
 
 def head_selectors(prefix: str, n_layers: int, n_heads: int) -> tuple[int, int]:
-    """Layer and head selectboxes side by side (keys prefix_layer / prefix_head), starting at the
-    shared head and kept within this model's range."""
-    layer, head = current_head(n_layers, n_heads)
-    for name, default, n in (("layer", layer, n_layers), ("head", head, n_heads)):
-        key = f"{prefix}_{name}"
-        if st.session_state.get(key) not in range(n):
-            st.session_state[key] = default
-    c1, c2 = st.columns(2)
-    sel_layer = c1.selectbox("Layer", range(n_layers), key=f"{prefix}_layer")
-    sel_head = c2.selectbox("Head", range(n_heads), key=f"{prefix}_head")
-    return int(sel_layer), int(sel_head)
+    """The shared layer/head picker for a panel of its own: it starts at (and follows) the shared
+    head but does not change it."""
+    from attnviz.ui.heads import head_picker
+
+    return head_picker(n_layers, n_heads, prefix, write_back=False)
 
 
 def rank_all_heads(key: str, text: str, pair: str | None) -> np.ndarray:
