@@ -9,6 +9,7 @@ from attnviz.lab.figures import lines, matrix_heatmap
 from attnviz.ui.lab import (keep_choice, keep_in_range, keep_text, lab_header, lecture_nav, show_figure,
                                     stop_page)
 from attnviz.ui.share import bind
+from attnviz.units import dtype_bytes, dtype_label, human_bytes
 
 bind({"kv_prompt": str, "kv_new": int, "kv_step": int, "kv_preset": str, "kv_tokens": int})
 
@@ -127,20 +128,21 @@ d_head = c.number_input("d_head", 0, 4096, shape.d_head, key=f"kv_dhead_{name}")
 keep_in_range("kv_tokens", 0, 10_000_000, 2048)
 tokens = d.number_input("tokens", 0, 10_000_000, key="kv_tokens")
 batch = e.number_input("batch", 0, 100_000, 1, key="kv_batch")
-dtype = f_.selectbox("dtype", list(kv.BYTES_PER_VALUE), index=1, key="kv_dtype")
+dtype = f_.selectbox("dtype", kv.DTYPES, index=1, key="kv_dtype", format_func=dtype_label)
+per_value = dtype_bytes(dtype)
 try:
-    size = kv.kv_cache_bytes(n_layers, n_kv, d_head, tokens, batch, kv.BYTES_PER_VALUE[dtype])
-    wrong = kv.kv_cache_bytes(n_layers, shape.n_heads, d_head, tokens, batch, kv.BYTES_PER_VALUE[dtype])
+    size = kv.kv_cache_bytes(n_layers, n_kv, d_head, tokens, batch, per_value)
+    wrong = kv.kv_cache_bytes(n_layers, shape.n_heads, d_head, tokens, batch, per_value)
 except BadInput as err:
     st.warning(str(err))
     stop_page(PAGE)
-st.metric("KV cache", kv.human_bytes(size), help=f"{size:,} bytes")
-st.markdown(f"= 2 × {n_layers} × {n_kv} × {d_head} × {tokens:,} × {batch} × {kv.BYTES_PER_VALUE[dtype]} = "
+st.metric("KV cache", human_bytes(size), help=f"{size:,} bytes (1 MiB = 1024 × 1024 bytes)")
+st.markdown(f"= 2 × {n_layers} × {n_kv} × {d_head} × {tokens:,} × {batch} × {per_value} = "
             f"**{size:,} bytes**. " + (
-                f"Counting all {shape.n_heads} query heads instead would give {kv.human_bytes(wrong)}, "
+                f"Counting all {shape.n_heads} query heads instead would give {human_bytes(wrong)}, "
                 f"{shape.n_heads / max(n_kv, 1):.0f}× too much." if shape.n_heads != n_kv and n_kv else ""))
 grid = [256, 512, 1024, 2048, 4096, 8192]
-table = pd.DataFrame({"tokens": grid, "KV cache": [kv.human_bytes(kv.kv_cache_bytes(n_layers, n_kv, d_head, t, batch,
-                                                                                   kv.BYTES_PER_VALUE[dtype])) for t in grid]})
+table = pd.DataFrame({"tokens": grid, "KV cache": [
+    human_bytes(kv.kv_cache_bytes(n_layers, n_kv, d_head, t, batch, per_value)) for t in grid]})
 st.table(table.set_index("tokens").T)
 lecture_nav(PAGE)

@@ -16,6 +16,7 @@ from attnviz.lab.quiz import QUESTIONS, arrange, check, score
 from attnviz.lab.scaling import saturation_row
 from attnviz.ui.lab import keep_in_range, lab_header, lecture_nav, show_figure
 from attnviz.ui.share import bind
+from attnviz.units import human_bytes
 
 bind({"quiz_dmodel": int, "quiz_heads": int})
 
@@ -106,8 +107,8 @@ def demo(key: str) -> None:
     elif key == "cache_heads":
         right_ = kv.kv_cache_bytes(30, 3, 64, 2048, 1, 2)
         wrong_ = kv.kv_cache_bytes(30, 9, 64, 2048, 1, 2)
-        st.markdown(f"SmolLM2-135M at 2048 tokens in 16-bit: **{kv.human_bytes(right_)}** with its 3 KV heads; "
-                    f"counting its 9 query heads gives {kv.human_bytes(wrong_)}, 3× too much.")
+        st.markdown(f"SmolLM2-135M at 2048 tokens in 16-bit: **{human_bytes(right_)}** with its 3 KV heads; "
+                    f"counting its 9 query heads gives {human_bytes(wrong_)}, 3× too much.")
 
 
 for m in MISTAKES:

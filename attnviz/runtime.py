@@ -1,4 +1,5 @@
-"""Process-wide runtime settings: torch threads set once, and a memory check before loading a model."""
+"""Process-wide runtime settings: torch threads set once, free memory, reading a transformers
+config's sizes under their many names, and a memory check before loading a model."""
 from __future__ import annotations
 
 import os
@@ -6,12 +7,10 @@ import threading
 from pathlib import Path
 
 from attnviz.errors import ModelTooLarge
+from attnviz.units import dtype_bytes, human_bytes
 
 # Share of the estimated weight bytes added for activations, the tokenizer and loading overhead.
 LOAD_OVERHEAD = 0.25
-# Bytes per parameter of the dtypes a config may name (transformers loads in the checkpoint's dtype).
-DTYPE_BYTES = {"float32": 4, "float": 4, "float64": 8, "float16": 2, "half": 2, "bfloat16": 2,
-               "int8": 1, "uint8": 1}
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
 
 _threads_lock = threading.Lock()
@@ -58,10 +57,31 @@ def available_bytes() -> int | None:
                 return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         pass
-    return None
+    try:  # free pages only (less than what could be reclaimed): a safe underestimate
+        return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, ValueError, OSError):
+        return None
 
 
-def _get(config, names, default=None):
+# What each size is called in the configs of different transformers architectures
+# (BERT/Llama, GPT-2, T5/BART ...), in the order they are tried.
+CONFIG_NAMES = {
+    "d_model": ("hidden_size", "n_embd", "d_model"),
+    "n_heads": ("num_attention_heads", "n_head", "num_heads", "encoder_attention_heads"),
+    "n_kv_heads": ("num_key_value_heads",),
+    "n_layers": ("num_hidden_layers", "n_layer", "num_layers", "encoder_layers"),
+    "d_ff": ("intermediate_size", "n_inner", "d_ff", "encoder_ffn_dim", "ffn_dim"),
+    "max_positions": ("max_position_embeddings", "n_positions", "max_seq_len"),
+    "vocab": ("vocab_size",),
+    "encoder_layers": ("encoder_layers", "num_layers"),
+    "decoder_layers": ("decoder_layers", "num_decoder_layers"),
+}
+
+
+def config_value(config, what, default=None):
+    """The first attribute of a transformers config that is set (not None) among the names of
+    `what` (a key of CONFIG_NAMES, or a tuple of attribute names); `default` when none is."""
+    names = CONFIG_NAMES[what] if isinstance(what, str) else tuple(what)
     for name in names:
         value = getattr(config, name, None)
         if value is not None:
@@ -73,22 +93,22 @@ def estimate_parameters(config) -> int:
     """Parameter count of a transformer from its config: embeddings + per layer attention
     (Q, O: d x d; K, V: d x kv_dim) and MLP (2 or, gated, 3 matrices d x d_ff). Biases and
     norms are left out (well under 1 %). Cross-attention counts for encoder-decoder decoders."""
-    d = int(_get(config, ("hidden_size", "n_embd", "d_model"), 0))
-    vocab = int(_get(config, ("vocab_size",), 0))
-    n_heads = int(_get(config, ("num_attention_heads", "n_head", "num_heads", "encoder_attention_heads"), 1))
-    kv_dim = int(_get(config, ("num_key_value_heads",), n_heads)) * (d // max(n_heads, 1))
-    d_ff = int(_get(config, ("intermediate_size", "n_inner", "d_ff", "encoder_ffn_dim", "ffn_dim"), 0) or 4 * d)
+    d = int(config_value(config, "d_model", 0))
+    vocab = int(config_value(config, "vocab", 0))
+    n_heads = int(config_value(config, "n_heads", 1))
+    kv_dim = int(config_value(config, "n_kv_heads", n_heads)) * (d // max(n_heads, 1))
+    d_ff = int(config_value(config, "d_ff", 0) or 4 * d)
     gated = hasattr(config, "num_key_value_heads") or "gated" in str(getattr(config, "feed_forward_proj", ""))
     attn = 2 * d * d + 2 * d * kv_dim
     mlp = (3 if gated else 2) * d * d_ff
     if getattr(config, "is_encoder_decoder", False):
-        enc = int(_get(config, ("encoder_layers", "num_layers"), 0))
-        dec = int(_get(config, ("decoder_layers", "num_decoder_layers"), enc))
+        enc = int(config_value(config, "encoder_layers", 0))
+        dec = int(config_value(config, "decoder_layers", enc))
         layers = enc * (attn + mlp) + dec * (2 * attn + mlp)
     else:
-        layers = int(_get(config, ("num_hidden_layers", "n_layer", "num_layers"), 0)) * (attn + mlp)
+        layers = int(config_value(config, "n_layers", 0)) * (attn + mlp)
     embeddings = vocab * d * (1 if getattr(config, "tie_word_embeddings", True) else 2)
-    positions = int(_get(config, ("max_position_embeddings", "n_positions"), 0) or 0) * d
+    positions = int(config_value(config, "max_positions", 0) or 0) * d
     return int(embeddings + positions + layers)
 
 
@@ -119,8 +139,8 @@ def cached_folder(name: str) -> str | None:
 def estimate_model_bytes(config, folder: str | Path | None = None, gguf: bool = False) -> int:
     """Bytes the loaded weights take: the larger of parameters x dtype size (float32 for GGUF,
     which is dequantised) and the weight files on disk."""
-    dtype = str(_get(config, ("dtype",), "float32") or "float32").replace("torch.", "")  # transformers 5 maps torch_dtype here
-    per_param = 4 if gguf else DTYPE_BYTES.get(dtype, 4)
+    dtype = config_value(config, ("dtype",), "float32")  # transformers 5 maps torch_dtype here
+    per_param = 4 if gguf else dtype_bytes(dtype, default=4)
     return max(estimate_parameters(config) * per_param, 0 if gguf else weight_file_bytes(folder))
 
 
@@ -138,8 +158,8 @@ def check_fits(name: str, config, folder: str | Path | None = None, gguf: bool =
     needed = int(weights * (1 + LOAD_OVERHEAD))
     if needed > free:
         raise ModelTooLarge(
-            f"{name} needs about {needed / 1e9:.1f} GB of memory to load (about "
-            f"{estimate_parameters(config) / 1e6:,.0f} million parameters, {weights / 1e9:.1f} GB of weights), "
-            f"but only {free / 1e9:.1f} GB is free on this machine. Choose a smaller model "
+            f"{name} needs about {human_bytes(needed)} of memory to load (about "
+            f"{estimate_parameters(config) / 1e6:,.0f} million parameters, {human_bytes(weights)} of weights), "
+            f"but only {human_bytes(free)} is free on this machine. Choose a smaller model "
             "(the packaged ones fit), or free memory and try again."
         )

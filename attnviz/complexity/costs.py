@@ -8,7 +8,8 @@ Conventions (used by every formula here, stated once):
   = 4*n*k*d_model FLOPs per layer and sequence;
 - backward = 2x forward (gradients with respect to both matmul inputs), so training = 3x
   forward; FlashAttention recomputes Q K^T in its backward pass: one extra matmul;
-- bytes use decimal units (1 KB = 1000 bytes), FLOPs the SI prefixes (1 GFLOP = 1e9 FLOPs).
+- numbers are shown with attnviz.units: bytes in binary units (1 KiB = 1024 bytes), FLOPs with
+  SI prefixes (1 GFLOP = 1e9 FLOPs).
 
 All arithmetic is on Python ints (exact, no overflow); curves are float64.
 """
@@ -21,9 +22,11 @@ from dataclasses import dataclass, fields, replace
 import numpy as np
 
 from attnviz.errors import BadInput
+from attnviz.runtime import config_value
+from attnviz.units import dtype_bytes, human_bytes, human_count, human_flops, human_ratio
 
-# Bytes per stored value for each dtype the calculator offers.
-DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
+# The dtypes the calculator offers (their bytes come from attnviz.units.DTYPE_BYTES).
+DTYPES = ("fp32", "fp16", "bf16", "fp8")
 STATS_BYTES = 4  # FlashAttention keeps its per-row softmax statistics in fp32
 
 # Guards against absurd inputs (the formulas are exact ints, these keep the page sensible).
@@ -100,8 +103,8 @@ class AttentionConfig:
                     raise BadInput(f"{what} = {value:,} is beyond what this calculator handles "
                                    f"(at most {hi:,}).")
                 object.__setattr__(self, f.name, value)
-        if self.dtype not in DTYPE_BYTES:
-            raise BadInput(f"Unknown dtype {self.dtype!r}: choose one of {', '.join(DTYPE_BYTES)}.")
+        if self.dtype not in DTYPES:
+            raise BadInput(f"Unknown dtype {self.dtype!r}: choose one of {', '.join(DTYPES)}.")
         if self.d_model % self.n_heads:
             raise BadInput(f"d_model = {self.d_model:,} is not divisible by {self.n_heads:,} heads: "
                            f"every head needs the same width d_model / heads.")
@@ -119,7 +122,7 @@ class AttentionConfig:
 
     @property
     def bytes_per_value(self) -> int:
-        return DTYPE_BYTES[self.dtype]
+        return dtype_bytes(self.dtype)
 
     @property
     def sparse_block_used(self) -> int:
@@ -160,8 +163,7 @@ GATED_ARCHITECTURES = ("llama", "mistral", "qwen", "gemma", "phi3", "olmo", "smo
 
 def feed_forward_from_hf(hf_config, d_model: int) -> tuple[int, bool]:
     """(d_ff, gated) read from a transformers config object by attribute name only."""
-    d_ff = (getattr(hf_config, "intermediate_size", None) or getattr(hf_config, "n_inner", None)
-            or getattr(hf_config, "d_ff", None) or getattr(hf_config, "ffn_dim", None) or 4 * d_model)
+    d_ff = config_value(hf_config, "d_ff") or 4 * d_model
     kind = (str(getattr(hf_config, "model_type", "")) + " "
             + " ".join(getattr(hf_config, "architectures", None) or [])).lower()
     gated = any(a in kind for a in GATED_ARCHITECTURES) or "gated" in str(
@@ -282,22 +284,33 @@ def activation_bytes(cfg: AttentionConfig, variant: str) -> int:
     return cfg.n_layers * (tensors + core)
 
 
+def kv_cache_bytes(n_layers: int, n_kv_heads: int, d_head: int, tokens: int, batch: int = 1,
+                   bytes_per_value: int = 2) -> int:
+    """The KV cache formula (the one place it is written; lab 7 uses it too):
+    2 (K and V) x layers x KV heads x d_head x tokens x batch x bytes per value."""
+    for name, x in (("layers", n_layers), ("KV heads", n_kv_heads), ("d_head", d_head),
+                    ("tokens", tokens), ("batch", batch), ("bytes per value", bytes_per_value)):
+        if int(x) < 0:
+            raise BadInput(f"The number of {name} cannot be negative.")
+    return 2 * n_layers * n_kv_heads * d_head * tokens * batch * bytes_per_value
+
+
 def kv_cache_bytes_per_token(cfg: AttentionConfig, variant: str) -> int:
-    """Bytes the KV cache grows by per generated token, all layers (one sequence).
-    2 (K and V) x layers x KV heads x d_head x bytes; 0 for linear attention (fixed state)."""
+    """Bytes the KV cache grows by per generated token, all layers (one sequence);
+    0 for linear attention (fixed state)."""
     if variant == "linear":
         return 0
-    return 2 * cfg.n_layers * kv_heads(cfg, variant) * cfg.d_head * cfg.bytes_per_value
+    return kv_cache_bytes(cfg.n_layers, kv_heads(cfg, variant), cfg.d_head, 1, 1, cfg.bytes_per_value)
 
 
-def kv_cache_bytes(cfg: AttentionConfig, variant: str) -> int:
-    """KV cache for n tokens and the whole batch. A sliding window keeps only the last w
-    tokens (rolling buffer); linear attention keeps a dh×dh matrix + dh normaliser per head."""
+def variant_kv_cache_bytes(cfg: AttentionConfig, variant: str) -> int:
+    """KV cache of a variant for n tokens and the whole batch. A sliding window keeps only the
+    last w tokens (rolling buffer); linear attention keeps a dh×dh matrix + dh normaliser per head."""
     if variant == "linear":
         dh = cfg.d_head
         return cfg.batch * cfg.n_layers * cfg.n_heads * (dh * dh + dh) * cfg.bytes_per_value
     tokens = min(cfg.window, cfg.seq_len) if variant == "window" else cfg.seq_len
-    return cfg.batch * tokens * kv_cache_bytes_per_token(cfg, variant)
+    return kv_cache_bytes(cfg.n_layers, kv_heads(cfg, variant), cfg.d_head, tokens, cfg.batch, cfg.bytes_per_value)
 
 
 @dataclass(frozen=True)
@@ -317,7 +330,7 @@ def variant_costs(cfg: AttentionConfig) -> dict[str, VariantCost]:
     return {
         key: VariantCost(v, keys_per_query(cfg, key), core_flops(cfg, key), training_flops(cfg, key),
                          attention_matrix_bytes(cfg, key), activation_bytes(cfg, key),
-                         kv_cache_bytes_per_token(cfg, key), kv_cache_bytes(cfg, key))
+                         kv_cache_bytes_per_token(cfg, key), variant_kv_cache_bytes(cfg, key))
         for key, v in VARIANTS.items()
     }
 
@@ -377,7 +390,7 @@ _METRIC_FN = {
     "flops_training": training_flops,
     "attention_matrix_bytes": attention_matrix_bytes,
     "activation_bytes": activation_bytes,
-    "kv_cache_bytes": kv_cache_bytes,
+    "kv_cache_bytes": variant_kv_cache_bytes,
 }
 
 
@@ -398,45 +411,7 @@ def curve(cfg: AttentionConfig, metric: str, variant: str, ns) -> np.ndarray:
     return np.array([float(fn(cfg.with_(seq_len=int(n)), variant)) for n in ns], dtype=np.float64)
 
 
-# ---------------------------------------------------------------- units and sentences
-
-_BYTE_UNITS = ("B", "KB", "MB", "GB", "TB", "PB", "EB")
-_FLOP_UNITS = ("FLOP", "KFLOP", "MFLOP", "GFLOP", "TFLOP", "PFLOP", "EFLOP", "ZFLOP")
-
-
-def _human(x: float, units: tuple[str, ...]) -> str:
-    x = float(x)
-    if x < 0 or not math.isfinite(x):
-        raise BadInput(f"Cannot express {x} in {units[0]}.")
-    i = 0
-    while x >= 1000 and i < len(units) - 1:
-        x /= 1000
-        i += 1
-    if x >= 1000:  # beyond the largest unit: plain digits with separators
-        return f"{x:,.0f} {units[i]}"
-    if i == 0:
-        return f"{x:,.0f} {units[0]}"
-    return f"{x:.3g} {units[i]}" if x < 100 else f"{x:.0f} {units[i]}"
-
-
-def human_bytes(x: float) -> str:
-    """'20 GB' style: decimal units from B to EB (1 KB = 1000 bytes)."""
-    return _human(x, _BYTE_UNITS)
-
-
-def human_flops(x: float) -> str:
-    """'9.66 GFLOP' style: SI prefixes from FLOP to ZFLOP."""
-    return _human(x, _FLOP_UNITS)
-
-
-def human_count(x: float) -> str:
-    """Plain words for big counts: '10 billion', '262 thousand'."""
-    x = float(x)
-    for value, word in ((1e12, "trillion"), (1e9, "billion"), (1e6, "million"), (1e3, "thousand")):
-        if x >= value:
-            return f"{x / value:.3g} {word}"
-    return f"{x:,.0f}"
-
+# ---------------------------------------------------------------- input and sentences
 
 _LENGTH_RE = re.compile(r"^\s*([0-9][0-9_,]*(?:\.[0-9]*)?(?:e[+-]?[0-9]+)?)\s*([kmb]?)\s*$", re.I)
 
@@ -479,19 +454,45 @@ def parse_length(text: str, what: str = "Sequence length n") -> int:
     return value
 
 
-def human_ratio(x: float) -> str:
-    """'33×', '0.25×', '1,300×': a ratio with 2-3 significant digits, never in e-notation."""
-    x = float(x)
-    if x >= 100:
-        return f"{x:,.0f}×"
-    return f"{x:.2g}×" if x >= 0.01 else f"{x:.1e}×"
+def one_head_matrix_bytes(cfg: AttentionConfig) -> int:
+    """n × n scores of one head in the config's dtype (one sequence)."""
+    return cfg.seq_len ** 2 * cfg.bytes_per_value
+
+
+def cost_rows(cfg: AttentionConfig) -> list[dict[str, str]]:
+    """The "Costs at n" table: one row per variant, numbers in human units (≈ marks approximations)."""
+    rows = []
+    for key, vc in variant_costs(cfg).items():
+        scores_free = key == "linear"
+        rows.append({
+            "Variant": vc.variant.label + ("" if vc.variant.exact else " ≈"),
+            "Time": vc.variant.big_o,
+            "Keys/query": "none" if scores_free else f"{vc.keys_per_query:,}",
+            "FLOPs fwd": human_flops(vc.flops_forward),
+            "FLOPs train": human_flops(vc.flops_training),
+            "Scores (1 layer)": human_bytes(vc.attention_matrix_bytes),
+            "Activations": human_bytes(vc.activation_bytes),
+            "KV / token": "fixed" if scores_free else human_bytes(vc.kv_cache_bytes_per_token),
+            "KV at n": human_bytes(vc.kv_cache_bytes),
+        })
+    return rows
+
+
+def rnn_rows(cfg: AttentionConfig) -> list[dict[str, str]]:
+    """Self-attention against an RNN of width d, one layer: FLOPs, sequential steps, path length."""
+    n, d = cfg.seq_len, cfg.d_model
+    return [
+        {"": "FLOPs per layer", "Self-attention": human_flops(4 * n ** 2 * d), "RNN": human_flops(4 * n * d ** 2)},
+        {"": "Sequential steps", "Self-attention": "1", "RNN": f"{n:,}"},
+        {"": "Path between two tokens", "Self-attention": "1", "RNN": f"up to {n - 1:,}"},
+    ]
 
 
 def sentences(cfg: AttentionConfig) -> dict[str, str]:
     """One plain sentence per result at cfg.seq_len, keyed by topic."""
     c = variant_costs(cfg)
-    n, B = cfg.seq_len, cfg.bytes_per_value
-    one_head = n * n * B
+    n = cfg.seq_len
+    one_head = one_head_matrix_bytes(cfg)
     out = {
         "one_head": (f"One head's attention matrix at n = {n:,} in {cfg.dtype} holds {human_count(n * n)} "
                      f"scores: {human_bytes(one_head)}."),

@@ -8,6 +8,7 @@ import plotly.graph_objects as go
 
 from attnviz.complexity import costs as cx
 from attnviz.complexity.measure import IMPLEMENTATIONS, PREDICTED_SLOPE, SHORT_NAMES, Measurement, fit_slope
+from attnviz.units import human_bytes, human_flops
 
 # One colour per variant, stable across figures.
 COLORS = {
@@ -19,7 +20,7 @@ DASHES = {"gqa": "dot", "mqa": "dash", "flash": "dashdot"}
 
 
 def _fmt(kind: str):
-    return cx.human_bytes if kind == "bytes" else cx.human_flops
+    return human_bytes if kind == "bytes" else human_flops
 
 
 LEGEND_BELOW = dict(orientation="h", x=0, y=-0.2, xanchor="left", yanchor="top", font=dict(size=12))
@@ -83,7 +84,7 @@ def ffn_crossover(cfg: cx.AttentionConfig) -> go.Figure:
                                (proj, "Q, K, V, O projections", "gqa", "dot")):
         fig.add_trace(go.Scatter(
             x=ns, y=y, mode="lines", name=name, line=dict(color=COLORS[key], width=2.5, dash=dash),
-            customdata=[[f"{int(n):,}", cx.human_flops(v)] for n, v in zip(ns, y)],
+            customdata=[[f"{int(n):,}", human_flops(v)] for n, v in zip(ns, y)],
             hovertemplate=f"<b>{name}</b><br>n = %{{customdata[0]}}<br>%{{customdata[1]}} per token"
                           f"<extra></extra>"))
     n_star = cx.ffn_crossover(cfg)
@@ -92,7 +93,7 @@ def ffn_crossover(cfg: cx.AttentionConfig) -> go.Figure:
         x=[n_star], y=[y_star], mode="markers+text", name="crossover",
         marker=dict(size=12, color="black", symbol="x"), text=[f"  n* = {n_star:,.0f}"],
         textposition="bottom right", hovertemplate=f"crossover n* = {n_star:,.0f}<br>"
-                                                   f"{cx.human_flops(y_star)} per token<extra></extra>"))
+                                                   f"{human_flops(y_star)} per token<extra></extra>"))
     _mark_n(fig, cfg.seq_len)
     return _layout(fig, "Per token and layer: attention against the feed-forward block",
                    "sequence length n (tokens)", "FLOPs per token per layer")
@@ -107,7 +108,7 @@ def rnn_comparison(cfg: cx.AttentionConfig) -> go.Figure:
                          (4.0 * ns * d ** 2, "RNN  4·n·d² (n sequential steps)", "rnn")):
         fig.add_trace(go.Scatter(
             x=ns, y=y, mode="lines", name=name, line=dict(color=COLORS[key], width=2.5),
-            customdata=[[f"{int(n):,}", cx.human_flops(v)] for n, v in zip(ns, y)],
+            customdata=[[f"{int(n):,}", human_flops(v)] for n, v in zip(ns, y)],
             hovertemplate=f"<b>{name}</b><br>n = %{{customdata[0]}}<br>%{{customdata[1]}} per layer"
                           f"<extra></extra>"))
     fig.add_trace(go.Scatter(
@@ -167,7 +168,7 @@ def measured_memory(measurements: Sequence[Measurement]) -> go.Figure:
         fig.add_trace(go.Scatter(
             x=[m.n for m in ms], y=[m.predicted_bytes for m in ms], mode="lines", showlegend=False,
             line=dict(color=color, width=1.5, dash="dash"),
-            customdata=[[f"{m.n:,}", cx.human_bytes(m.predicted_bytes)] for m in ms],
+            customdata=[[f"{m.n:,}", human_bytes(m.predicted_bytes)] for m in ms],
             hovertemplate=f"<b>{label}</b> predicted<br>n = %{{customdata[0]}}<br>%{{customdata[1]}}"
                           f"<extra></extra>"))
         got = [m for m in ms if m.peak_bytes]
@@ -175,7 +176,7 @@ def measured_memory(measurements: Sequence[Measurement]) -> go.Figure:
             fig.add_trace(go.Scatter(
                 x=[m.n for m in got], y=[m.peak_bytes for m in got], mode="markers", name=label,
                 marker=dict(size=10, color=color),
-                customdata=[[f"{m.n:,}", cx.human_bytes(m.peak_bytes)] for m in got],
+                customdata=[[f"{m.n:,}", human_bytes(m.peak_bytes)] for m in got],
                 hovertemplate=f"<b>{label}</b> measured<br>n = %{{customdata[0]}}<br>%{{customdata[1]}}"
                               f"<extra></extra>"))
     return _layout(fig, "Peak memory of one call: measured (dots), predicted (dashed)",

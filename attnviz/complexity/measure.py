@@ -14,7 +14,6 @@ reliably after frees. torch is imported lazily so importing this module is cheap
 from __future__ import annotations
 
 import math
-import os
 import threading
 import time
 from dataclasses import dataclass
@@ -23,6 +22,8 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 
 from attnviz.errors import BadInput
+from attnviz.runtime import available_bytes
+from attnviz.units import human_bytes
 
 IMPLEMENTATIONS = {  # key -> label
     "naive": "Naive softmax attention",
@@ -115,18 +116,13 @@ def input_bytes(n: int, cfg: BenchConfig) -> int:
     return 3 * cfg.batch * cfg.n_heads * n * cfg.d_head * FLOAT_BYTES
 
 
-def available_bytes() -> int:
-    """Free RAM right now (psutil when installed, else /proc via sysconf)."""
-    try:
-        import psutil
-
-        return int(psutil.virtual_memory().available)
-    except ImportError:
-        return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+UNKNOWN_FREE = 2 ** 30  # budget when the free memory cannot be read: 1 GiB
 
 
 def memory_budget(cfg: BenchConfig) -> int:
-    free_half = available_bytes() // 2
+    """Bytes a call may use: the config's cap, at most half the memory available now."""
+    free = available_bytes()
+    free_half = free // 2 if free else UNKNOWN_FREE
     return min(cfg.memory_budget, free_half) if cfg.memory_budget else free_half
 
 
@@ -135,8 +131,6 @@ def skip_reason(impl: str, n: int, cfg: BenchConfig, history: Iterable[Measureme
     need = predict_peak_bytes(impl, n, cfg) + input_bytes(n, cfg)
     budget = memory_budget(cfg)
     if need > budget:
-        from attnviz.complexity.costs import human_bytes
-
         return f"needs about {human_bytes(need)}, more than the {human_bytes(budget)} allowed"
     done = [m for m in history if m.impl == impl and m.seconds]
     if done:
@@ -255,12 +249,14 @@ def plan(cfg: BenchConfig) -> list[tuple[str, int]]:
 
 
 def run(cfg: BenchConfig, progress: Callable[[int, int, str], None] | None = None,
-        cancel: Callable[[], bool] | threading.Event | None = None) -> list[Measurement]:
+        cancel: Callable[[], bool] | threading.Event | None = None,
+        into: list[Measurement] | None = None) -> list[Measurement]:
     """Measure every (impl, n) of plan(cfg). progress(done, total, message) is called before
     each size and at the end; cancel() (or a set Event) is checked before each size and stops
-    the run early, returning what was measured so far."""
+    the run early, returning what was measured so far. `into`: a list filled as each size
+    finishes (another thread may read it while the run goes on); returned."""
     jobs = plan(cfg)
-    results: list[Measurement] = []
+    results: list[Measurement] = [] if into is None else into
     for i, (impl, n) in enumerate(jobs):
         if progress:
             progress(i, len(jobs), f"{IMPLEMENTATIONS[impl]} at n = {n:,}")
@@ -301,3 +297,38 @@ def slopes(measurements: Iterable[Measurement], what: str = "seconds") -> dict[s
         if len({m.n for m in ms}) >= 2:
             out[impl] = fit_slope([m.n for m in ms], [getattr(m, what) for m in ms])[0]
     return out
+
+
+# ---------------------------------------------------------------- what the page shows
+
+SIZE_CHOICES = (256, 512, 1024, 2048, 4096, 8192, 16384)  # lengths the page lets you measure up to
+
+
+def page_config(largest: int, implementations: Sequence[str], n_heads: int, cap_gib: float) -> BenchConfig:
+    """The page's BenchConfig: every SIZE_CHOICES length up to `largest`, d_head 64, a memory
+    cap in GiB (2^30 bytes); no implementation picked measures the naive one."""
+    sizes = tuple(n for n in SIZE_CHOICES if n <= largest)
+    return BenchConfig(sizes=sizes, implementations=tuple(implementations) or ("naive",),
+                       n_heads=int(n_heads), d_head=64, memory_budget=int(cap_gib * 2 ** 30))
+
+
+def prediction_rows(cfg: BenchConfig) -> list[dict[str, str]]:
+    """One row per planned (impl, n): its predicted peak and whether it fits the budget."""
+    budget = memory_budget(cfg)
+    rows = []
+    for impl, n in plan(cfg):
+        peak = predict_peak_bytes(impl, n, cfg)
+        rows.append({"n": f"{n:,}", "Implementation": IMPLEMENTATIONS[impl], "Predicted peak": human_bytes(peak),
+                     "Fits the cap": "yes" if peak + input_bytes(n, cfg) <= budget else "no: skipped"})
+    return rows
+
+
+def result_rows(results: Iterable[Measurement]) -> list[dict]:
+    """One row per measurement: time in ms, GFLOP/s, measured and predicted peak, why skipped."""
+    return [{"Implementation": IMPLEMENTATIONS[m.impl], "n": m.n,
+             "Time (ms)": round(m.seconds * 1e3, 3) if m.seconds else None,
+             "GFLOP/s": round(m.gflops_per_s, 2) if m.seconds else None,
+             "Peak memory": human_bytes(m.peak_bytes) if m.peak_bytes else "—",
+             "Predicted": human_bytes(m.predicted_bytes),
+             "Note": f"skipped: {m.skipped}" if m.skipped else ""}
+            for m in results]

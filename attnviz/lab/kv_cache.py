@@ -1,11 +1,13 @@
-"""A tiny seeded causal decoder in numpy that generates with and without a KV cache,
-plus the cache-size formula 2 x layers x KV heads x d_head x tokens x batch x bytes."""
+"""A tiny seeded causal decoder in numpy that generates with and without a KV cache, and
+cache-size presets (the formula itself, 2 x layers x KV heads x d_head x tokens x batch x bytes,
+is attnviz.complexity.costs.kv_cache_bytes, re-exported here)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from attnviz.complexity.costs import kv_cache_bytes  # noqa: F401  (the one formula, used by lab 7)
 from attnviz.errors import BadInput
 from attnviz.lab.multihead import MHAParams, random_params
 
@@ -222,23 +224,5 @@ PRESETS = {
     "tiny demo model": CacheShape(n_layers=TinyConfig().n_layers, n_kv_heads=TinyConfig().n_kv_heads,
                                   d_head=TinyConfig().d_head, n_heads=TinyConfig().n_heads),
 }
-BYTES_PER_VALUE = {"float32": 4, "float16 / bfloat16": 2, "int8": 1}
-
-
-def kv_cache_bytes(n_layers: int, n_kv_heads: int, d_head: int, tokens: int, batch: int = 1,
-                   bytes_per_value: int = 2) -> int:
-    """2 (K and V) x layers x KV heads x d_head x tokens x batch x bytes per value."""
-    for name, x in (("layers", n_layers), ("KV heads", n_kv_heads), ("d_head", d_head),
-                    ("tokens", tokens), ("batch", batch), ("bytes per value", bytes_per_value)):
-        if int(x) < 0:
-            raise BadInput(f"The number of {name} cannot be negative.")
-    return 2 * n_layers * n_kv_heads * d_head * tokens * batch * bytes_per_value
-
-
-def human_bytes(n: float) -> str:
-    """1536 -> '1.50 KiB'."""
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.2f} {unit}"
-        n /= 1024
-    return f"{n:.2f} TiB"
+# dtypes the size calculator offers (bytes per value from attnviz.units.DTYPE_BYTES)
+DTYPES = ("float32", "float16", "bfloat16", "int8")

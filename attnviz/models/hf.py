@@ -6,7 +6,7 @@ import socket
 from pathlib import Path
 
 from attnviz.errors import AttentionUnavailable, ModelMissing, ModelNotFound
-from attnviz.runtime import cached_folder, check_fits
+from attnviz.runtime import cached_folder, check_fits, config_value
 from attnviz.types import ModelFacts
 
 # Model types whose base model is a bidirectional encoder. Everything in transformers'
@@ -38,14 +38,6 @@ def model_kind(config) -> str:
     return "encoder"
 
 
-def _first_attr(config, names, default=None):
-    for name in names:
-        value = getattr(config, name, None)
-        if value is not None:
-            return value
-    return default
-
-
 def position_scheme(config) -> str:
     mt = config.model_type
     if mt in ("t5", "mt5", "umt5", "longt5", "deberta", "deberta-v2"):
@@ -56,15 +48,15 @@ def position_scheme(config) -> str:
         return "rope"
     if mt in ("bart", "mbart", "marian", "pegasus") and getattr(config, "static_position_embeddings", False):
         return "sinusoidal"
-    if _first_attr(config, ("max_position_embeddings", "n_positions")) is not None:
+    if config_value(config, ("max_position_embeddings", "n_positions")) is not None:
         return "learned"
     return "unknown"
 
 
 def model_facts(config, name: str, source: str = "", architecture: str | None = None) -> ModelFacts:
-    n_heads = int(_first_attr(config, ("num_attention_heads", "n_head", "num_heads", "encoder_attention_heads")))
+    n_heads = int(config_value(config, "n_heads"))
     kind = model_kind(config)
-    max_pos = _first_attr(config, ("max_position_embeddings", "n_positions", "max_seq_len"))
+    max_pos = config_value(config, "max_positions")
     if kind == "encoder-decoder" and position_scheme(config) == "relative":
         max_pos = None
     return ModelFacts(
@@ -72,10 +64,10 @@ def model_facts(config, name: str, source: str = "", architecture: str | None = 
         kind=kind,
         architecture=architecture or (getattr(config, "architectures", None)
                                       or [type(config).__name__.replace("Config", "Model")])[0],
-        n_layers=int(_first_attr(config, ("num_hidden_layers", "n_layer", "num_layers", "encoder_layers"))),
+        n_layers=int(config_value(config, "n_layers")),
         n_heads=n_heads,
-        n_kv_heads=int(_first_attr(config, ("num_key_value_heads",), n_heads)),
-        d_model=int(_first_attr(config, ("hidden_size", "n_embd", "d_model"))),
+        n_kv_heads=int(config_value(config, "n_kv_heads", n_heads)),
+        d_model=int(config_value(config, "d_model")),
         max_positions=int(max_pos) if max_pos else None,
         position_scheme=position_scheme(config),
         source=source,

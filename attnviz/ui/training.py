@@ -9,6 +9,7 @@ import streamlit as st
 from attnviz.errors import AttnvizError
 from attnviz.training import figures
 from attnviz.training.runs import Run, from_bytes, to_bytes
+from attnviz.ui import jobs
 from attnviz.ui.figure import show_figure
 from attnviz.ui.share import bind
 from attnviz.ui.cache import recorded
@@ -35,47 +36,45 @@ def runs() -> dict:
 
 def start(slot: str, work, label: str, tokens: dict | None = None) -> None:
     """Run work(callback, cancel) -> Run in the background; tokens: {"src", "dec"} probe labels."""
-    from attnviz.training.jobs import Job
+    from attnviz.training.jobs import LiveTraining
 
     st.session_state["tr_live_tokens"] = tokens or {}
-    old = st.session_state.get("tr_job")
-    if old is not None and not old[1].done:
-        old[1].cancel()
-    st.session_state["tr_job"] = (slot, Job(work, label))
+    live = LiveTraining()
+    jobs.start("tr_job", lambda report, cancel: work(live.callback(report), cancel), label, tag=slot, live=live)
 
 
 def job_of(slot: str):
-    job = st.session_state.get("tr_job")
-    return job[1] if job and job[0] == slot else None
+    """The running (or just finished, not yet collected) job of a slot."""
+    return jobs.current("tr_job", slot)
 
 
-def _live_body(slot: str, stack: str | None):
-    job = job_of(slot)
-    if job is None:
-        return
-    if job.done:
-        if job.run is not None:
-            runs()[slot] = job.run
-            st.session_state["tr_frame"] = job.run.n_frames - 1
-        st.session_state["tr_job_error"] = job.error
-        st.session_state.pop("tr_job", None)
-        st.rerun()
-    frac = min(1.0, job.step / max(1, job.total))
-    acc = "" if job.accuracy is None else f" · held-out accuracy {job.accuracy:.1%}"
-    st.progress(frac, text=f"{job.label.capitalize()}: {job.message} · {job.elapsed:.1f} s{acc}")
-    if st.button("Cancel", key="tr_cancel", type="secondary", help="Stop now; the snapshots so far are kept."):
-        job.cancel()
+def _collect(job) -> None:
+    """A job ended: keep its run, open it at its last frame, say why it failed."""
+    slot = st.session_state["tr_job"][0]
+    if job.result is not None:
+        runs()[slot] = job.result
+        st.session_state["tr_frame"] = job.result.n_frames - 1
+    st.session_state["tr_job_error"] = job.error
+    st.session_state.pop("tr_job", None)
+
+
+def _live_body(job, stack: str | None):
+    live = job.data["live"]
+    acc = "" if live.accuracy is None else f" · held-out accuracy {live.accuracy:.1%}"
+    jobs.progress(job, f"{job.label.capitalize()}: {job.message} · {job.elapsed:.1f} s{acc}")
+    st.button("Cancel", key="tr_cancel", type="secondary", help="Stop now; the snapshots so far are kept.",
+              on_click=jobs.cancel, args=("tr_job",))
     if job.cancelled:
         st.caption("Cancelling… the run so far will be shown.")
     left, right = st.columns(2)
     with left:
-        if job.losses:
-            st.plotly_chart(figures.curves(None, live_losses=job.losses, height=300), width="stretch",
+        if live.losses:
+            st.plotly_chart(figures.curves(None, live_losses=live.losses, height=300), width="stretch",
                             key="tr_live_loss")
         else:
             st.caption("The loss curve appears after the first step.")
     with right:
-        snap = job.snapshot
+        snap = live.snapshot
         if snap:
             which = stack if stack in snap else ("cross" if "cross" in snap else "self")
             a = snap[which][-1].mean(axis=0)  # last layer, mean over heads
@@ -83,7 +82,7 @@ def _live_body(slot: str, stack: str | None):
             st.plotly_chart(figures.attention_heatmap(
                 a, job_tokens(which, q), job_tokens(which, k, keys=True),
                 title=f"Latest {'cross-attention' if which == 'cross' else 'self-attention'}, last layer, "
-                      f"mean of heads · step {job.snapshot_step}",
+                      f"mean of heads · step {live.snapshot_step}",
                 height=300), width="stretch", key="tr_live_att")
 
 
@@ -96,14 +95,7 @@ def job_tokens(stack: str, n: int, keys: bool = False) -> tuple:
 
 def live_panel(slot: str, stack: str | None = None) -> None:
     """Progress bar, loss curve and latest attention of the running job, refreshed every second."""
-    if job_of(slot) is None:
-        return
-
-    @st.fragment(run_every=1.0)
-    def _panel():
-        _live_body(slot, stack)
-
-    _panel()
+    jobs.watch("tr_job", lambda job: _live_body(job, stack), on_done=_collect, tag=slot)
 
 
 def show_job_error() -> None:

@@ -23,10 +23,10 @@ def metrics(at):
 
 def test_bert_base_numbers(at):
     m = metrics(at)
-    assert m["One head's matrix"] == "524 KB"  # 512 x 512 x 2 bytes
-    assert m["Scores per layer (multi-head)"] == "6.29 MB"
+    assert m["One head's matrix"] == "512 KiB"  # 512 x 512 x 2 bytes = 524,288 = 512 x 1024
+    assert m["Scores per layer (multi-head)"] == "6 MiB"  # 12 heads x 512 KiB
     assert m["Attention FLOPs (forward)"] == "9.66 GFLOP"
-    assert m["KV cache at n"] == "18.9 MB"
+    assert m["KV cache at n"] == "18 MiB"  # 2 x 12 x 12 x 64 x 2 B x 512 tokens = 18 x 2^20
     assert m["Attention passes FFN at"] == "n ≈ 3,072"
     assert not at.warning
 
@@ -63,7 +63,7 @@ def test_bad_input_shows_a_plain_message(at, key, value, fragment):
 def test_million_tokens(at):
     at.text_input(key="cx_n").set_value("1M").run()
     m = metrics(at)
-    assert m["One head's matrix"] == "2 TB"  # 1e12 scores x 2 bytes
+    assert m["One head's matrix"] == "1.82 TiB"  # 1e12 scores x 2 bytes = 2e12 / 2^40
     assert not at.warning
 
 
@@ -72,10 +72,10 @@ def test_presets_fill_the_inputs(at):
     assert at.text_input(key="cx_n").value == "2048"
     assert at.number_input(key="cx_d").value == 4096
     m = metrics(at)
-    assert m["KV cache at n"] == "1.07 GB"  # 0.5 MiB per token x 2048
+    assert m["KV cache at n"] == "1 GiB"  # 0.5 MiB per token x 2048
     assert m["Attention passes FFN at"] == "n ≈ 16,512"
     at.number_input(key="cx_kv").set_value(8).run()
-    assert metrics(at)["KV cache at n"] == "268 MB"
+    assert metrics(at)["KV cache at n"] == "256 MiB"  # 8 of 32 KV heads: a quarter
     assert at.selectbox(key="cx_preset").value == "Custom"
 
 
@@ -90,11 +90,21 @@ def test_loaded_model_preset(at):
     assert metrics(at)["Attention passes FFN at"] == "n ≈ 1,536"
 
 
+def _wait_for_job(at, timeout=120):
+    """The benchmark runs in a background thread (attnviz.ui.jobs); AppTest has no timer to poll
+    it, so wait for the thread, then rerun as the page's poll would."""
+    job = at.session_state["cx_bench"][1]
+    assert job.wait(timeout), "the benchmark did not finish"
+    at.run()
+    assert not at.exception
+
+
 def test_measurement_runs_with_progress(at):
     at.multiselect(key="cx_bench_impls").set_value(["naive", "sdpa"]).run()
     at.select_slider(key="cx_bench_max").set_value(512).run()
     at.button(key="cx_bench_start").click().run()
     assert not at.exception
+    _wait_for_job(at)
     progress = at.get("progress")
     assert progress and progress[0].proto.text == "Done: 4 of 4 sizes"
     labels = [m.label for m in at.metric]

@@ -25,7 +25,7 @@ def test_preset_survives_settings_that_are_not_architecture(key, value):
     if key in ("cx_n", "cx_dtype"):
         assert _metrics(at)["One head's matrix"] != before  # and the numbers did follow the change
     if key == "cx_n":  # 4096² scores × 2 bytes
-        assert _metrics(at)["One head's matrix"] == "33.6 MB"
+        assert _metrics(at)["One head's matrix"] == "32 MiB"  # 4096^2 x 2 bytes = 32 x 2^20
 
 
 @pytest.mark.parametrize("key, value", [("cx_d", 1024), ("cx_layers", 24), ("cx_h", 16), ("cx_dff", 4096)])

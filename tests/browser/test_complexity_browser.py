@@ -35,7 +35,7 @@ def test_calculator_and_curves(page, app_server):
     page.get_by_text("must be a whole number of tokens, got 3.5").wait_for()
     box.fill("100k")
     box.press("Enter")
-    page.get_by_text("holds 10 billion scores: 20 GB").wait_for()
+    page.get_by_text("holds 10 billion scores: 18.6 GiB").wait_for()  # 2e10 bytes / 2^30
     page.get_by_role("tab", name="Curves against n").click()
     page.locator(".js-plotly-plot").first.wait_for()
     info = page.evaluate("""() => { const el = document.querySelector('.js-plotly-plot');

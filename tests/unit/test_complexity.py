@@ -6,6 +6,7 @@ import pytest
 
 from attnviz.complexity import costs as cx
 from attnviz.errors import BadInput
+from attnviz.units import human_flops
 
 BERT = cx.PRESETS["BERT-base"].config  # n=512, d=768, h=12, L=12, fp16, d_ff=3072
 LLAMA = cx.PRESETS["LLaMA-7B-like"].config
@@ -48,7 +49,7 @@ def test_llama_7b_numbers():
     assert cx.kv_cache_bytes_per_token(LLAMA, "mha") == 524_288
     gqa = LLAMA.with_(n_kv_heads=8)
     assert cx.kv_cache_bytes_per_token(gqa, "gqa") == 131_072
-    assert cx.kv_cache_bytes(gqa, "gqa") == 131_072 * 2048
+    assert cx.variant_kv_cache_bytes(gqa, "gqa") == 131_072 * 2048
 
 
 def test_feed_forward_crossover():
@@ -93,11 +94,11 @@ def test_variant_relations():
     big = BERT.with_(seq_len=10_000)
     assert cx.core_flops(big, "linear") < cx.core_flops(big, "sparse") < cx.core_flops(big, "mha")
     g = LLAMA.with_(n_kv_heads=4)
-    assert cx.kv_cache_bytes(g, "gqa") * 8 == cx.kv_cache_bytes(g, "mha")
+    assert cx.variant_kv_cache_bytes(g, "gqa") * 8 == cx.variant_kv_cache_bytes(g, "mha")
     assert cx.core_flops(g, "gqa") == cx.core_flops(g, "mha")
     # the window caches only w tokens, linear attention a fixed state independent of n
-    assert cx.kv_cache_bytes(BERT.with_(seq_len=10_000), "window") == 128 * 36_864
-    assert cx.kv_cache_bytes(BERT.with_(seq_len=10), "linear") == cx.kv_cache_bytes(big, "linear")
+    assert cx.variant_kv_cache_bytes(BERT.with_(seq_len=10_000), "window") == 128 * 36_864
+    assert cx.variant_kv_cache_bytes(BERT.with_(seq_len=10), "linear") == cx.variant_kv_cache_bytes(big, "linear")
 
 
 def test_sparse_is_n_sqrt_n():
@@ -107,22 +108,25 @@ def test_sparse_is_n_sqrt_n():
     assert cx.core_flops(b, "sparse") / cx.core_flops(a, "sparse") == pytest.approx(4 ** 1.5)
 
 
-def test_human_units():
-    assert cx.human_bytes(512) == "512 B"
-    assert cx.human_bytes(2e10) == "20 GB"
-    assert cx.human_bytes(18_874_368) == "18.9 MB"
-    assert cx.human_bytes(3.2e12) == "3.2 TB"
-    assert cx.human_flops(9_663_676_416) == "9.66 GFLOP"
-    assert cx.human_flops(2.5e15) == "2.5 PFLOP"
-    assert cx.human_flops(7) == "7 FLOP"
-    assert cx.human_count(1e10) == "10 billion"
-    assert cx.human_ratio(130.2) == "130×" and cx.human_ratio(0.1667) == "0.17×"
+def test_kv_cache_formula_is_the_one_lab_7_uses():
+    from attnviz.lab import kv_cache as kv
+
+    assert kv.kv_cache_bytes is cx.kv_cache_bytes  # one formula, not two
+    # BERT-base in fp16: 2 x 12 layers x 12 KV heads x 64 x 2 bytes = 36,864 bytes per token
+    assert cx.kv_cache_bytes(12, 12, 64, 1, 1, 2) == 36_864
+    assert cx.kv_cache_bytes_per_token(BERT, "mha") == cx.kv_cache_bytes(12, 12, 64, 1, 1, 2)
+    with pytest.raises(BadInput, match="negative"):
+        cx.kv_cache_bytes(12, -1, 64, 1)
+
+
+def test_dtypes_take_their_bytes_from_units():
+    assert [BERT.with_(dtype=d).bytes_per_value for d in cx.DTYPES] == [4, 2, 2, 1]
 
 
 def test_sentence_one_head_100k_fp16():
     text = cx.sentences(BERT.with_(seq_len=100_000))
     assert text["one_head"] == ("One head's attention matrix at n = 100,000 in fp16 holds 10 billion "
-                                "scores: 20 GB.")
+                                "scores: 18.6 GiB.")  # 2e10 bytes / 2^30
     assert "3,072" in text["ffn"]
 
 
@@ -170,7 +174,7 @@ def test_no_overflow_at_the_limits():
     c = cx.variant_costs(cfg)
     expect = 4 * cx.MAX_SEQ_LEN ** 2 * 1_000_000 * 1_000_000 * 10_000  # exact Python int
     assert c["mha"].flops_forward == expect
-    assert cx.human_flops(expect).endswith("ZFLOP")
+    assert human_flops(expect).endswith("ZFLOP")
     y = cx.curve(cfg, "flops_training", "flash", cx.length_grid(cfg.seq_len))
     assert np.all(np.isfinite(y)) and y[-1] == pytest.approx(float(c["flash"].flops_training))
 

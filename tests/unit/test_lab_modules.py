@@ -15,6 +15,7 @@ from attnviz.lab.mistakes import inverted_padding, rank_collapse, ratio_check, w
 from attnviz.lab.multihead import head_dim, multi_head_attention, random_params
 from attnviz.lab.quiz import QUESTIONS, check, score
 from attnviz.lab.scaling import dot_products, saturation_row
+from attnviz.units import human_bytes
 
 T = lambda x: torch.tensor(np.asarray(x), dtype=torch.float64)  # noqa: E731
 
@@ -192,7 +193,7 @@ def test_kv_cost_and_size_by_hand():
     assert kv.token_madds(cfg, 3) == 48 + 24 + 64 + 124
     assert kv.step_madds(cfg, 3, cached=False) == sum(48 + 8 * t + 64 + 124 for t in (1, 2, 3))
     assert kv.kv_cache_bytes(30, 3, 64, 2048, 1, 2) == 47_185_920  # SmolLM2, 2048 tokens, fp16: 45 MiB
-    assert kv.human_bytes(47_185_920) == "45.00 MiB"
+    assert human_bytes(47_185_920) == "45 MiB"  # 47,185,920 / 2^20 = 45
     with pytest.raises(BadInput, match="remove '#'"):
         kv.encode("hi #1")
     with pytest.raises(BadInput):

@@ -44,8 +44,8 @@ def test_memory_check_refuses_a_model_that_does_not_fit():
     with pytest.raises(ModelTooLarge) as err:
         runtime.check_fits("huge-bert", cfg, available=16 * 10**9)
     msg = str(err.value)
-    # float32: 4 bytes a parameter, plus 25 % for loading: 194.7 GB
-    assert f"{expected * 4 * 1.25 / 1e9:.1f} GB" in msg and "16.0 GB is free" in msg
+    # float32: 4 bytes a parameter, plus 25 % for loading: 194.7e9 bytes = 181 GiB; 16e9 bytes = 14.9 GiB
+    assert f"{expected * 4 * 1.25 / 2 ** 30:.0f} GiB of memory" in msg and "14.9 GiB is free" in msg
     assert isinstance(err.value, ModelNotFound)  # pages that catch ModelNotFound show it too
 
 
@@ -78,7 +78,7 @@ def test_loading_a_huge_folder_fails_before_reading_weights(tmp_path):
     from attnviz.models import load_model
 
     (tmp_path / "config.json").write_text(json.dumps({**big_config().to_dict(), "model_type": "bert"}))
-    with pytest.raises(ModelTooLarge, match="GB of memory to load"):
+    with pytest.raises(ModelTooLarge, match="GiB of memory to load"):
         load_model(str(tmp_path))
 
 
