@@ -132,7 +132,7 @@ def test_kv_cache_link_restores_prompt_step_and_size():
     cache = _z(_fig(at, title="the cached keys after step 2"))
     assert cache.shape == (4, 12)  # d_head 4 × (11 prompt characters + the one generated at step 1, new at step 2)
     # 2 (K, V) × 2 layers × 2 KV heads × d_head 4 × 1000 tokens × batch 1 × 2 bytes = 64,000 B
-    assert at.metric[0].value == "62.50 KiB"  # 64,000 / 1024
+    assert at.metric[0].value == "62.5 KiB"  # 64,000 / 1024
     assert "**64,000 bytes**" in _markdown(at)
 
 
