@@ -109,6 +109,9 @@ def export_ready(fig):
             if not angle and longest > 60 and len(_axis_labels(axis)) > 8:
                 angle = 90.0  # plotly turns crowded long labels upright
             extent = longest * np.sin(np.radians(angle)) + size * (1.0 + np.cos(np.radians(angle)))
+            if angle and title and axis.title.standoff is None:
+                # kaleido places the title as if the labels were level: clear their rotated height
+                axis.title.standoff = int(longest * np.sin(np.radians(angle))) + 6
             side = "t" if axis.side == "top" else "b"
             need[side] = max(need[side], extent + title + 8)
     if layout.title and layout.title.text:
