@@ -8,7 +8,6 @@ from attnviz.metrics.ablation import (attention_change, check_heads, cosine_dist
 from attnviz.metrics.figures import head_grid, layer_lines
 from attnviz.ui import metrics as aw
 from attnviz.ui.cache import ablation_run, get_model
-from attnviz.ui.sidebar import require_result
 from attnviz.ui.figure import show_figure
 from attnviz.ui.share import bind, from_link
 from attnviz.ui.present import page_intro
@@ -22,9 +21,7 @@ page_intro("Head ablation",
     "and the model's output."
 )
 
-result = require_result()
-aw.require_hf_model("Ablation")
-key, text, pair = aw.sidebar_inputs()
+result, key, text, pair = aw.hf_inputs("Ablation")
 n_layers, n_heads = result.n_layers, result.n_heads
 names = {(l, h): f"L{l} H{h}" for l in range(n_layers) for h in range(n_heads)}
 back = {v: k for k, v in names.items()}

@@ -6,7 +6,7 @@ from attnviz.metrics.compare import check_same_length, check_same_tokens, differ
 from attnviz.metrics.figures import head_grid, matrix_heatmap, shared_colour_max
 from attnviz.ui import metrics as aw
 from attnviz.ui.cache import get_model, get_result
-from attnviz.ui.sidebar import DEFAULT_MODEL, installed_models, require_result
+from attnviz.ui.sidebar import DEFAULT_MODEL, installed_models
 from attnviz.ui.figure import show_figure
 from attnviz.ui.share import bind
 from attnviz.ui.present import page_intro
@@ -19,9 +19,7 @@ page_intro("Compare attention",
     "A − B: red where A attends more, blue where B does."
 )
 
-result_a = require_result()
-aw.require_hf_model("Comparing")
-key_a, text_a, pair_a = aw.sidebar_inputs()
+result_a, key_a, text_a, pair_a = aw.hf_inputs("Comparing")
 bind({"cmp_mode": str, "cmp_text_b": str})
 SHORT_TEXT = 300  # longer sidebar texts are shown cut, with their token count
 mode = st.radio("Compare", ["Two sentences", "Two models"], horizontal=True, key="cmp_mode")

@@ -7,7 +7,7 @@ import streamlit as st
 from attnviz.complexity import costs as cx
 from attnviz.complexity import figures as cp
 from attnviz.ui import complexity as ui
-from attnviz.ui.figure import show_figure
+from attnviz.ui.figure import figure_beside
 from attnviz.ui.present import page_intro
 
 ui.init_state()
@@ -54,10 +54,7 @@ if cfg is not None:
 
     with tabs[2]:
         m_ffn = cx.ffn_matrices(cfg)
-        left, right = st.columns([3, 2])
-        with left:
-            show_figure(cp.ffn_crossover(cfg), key="cx_ffn")
-        with right:
+        with figure_beside(cp.ffn_crossover(cfg), "cx_ffn"):
             st.markdown("Per token and layer, the attention core costs **4·n·d** FLOPs (n scores of "
                         "width d, then n values), the feed-forward block **2·m·d·d_ff** with m weight "
                         "matrices. They are equal at")
@@ -69,10 +66,7 @@ if cfg is not None:
                         f"feed-forward dominates; above it, attention does. {text['ffn']}")
 
     with tabs[3]:
-        left, right = st.columns([3, 2])
-        with left:
-            show_figure(cp.rnn_comparison(cfg), key="cx_rnn")
-        with right:
+        with figure_beside(cp.rnn_comparison(cfg), "cx_rnn"):
             st.markdown("A recurrent layer of width d does two d×d matrix-vector products per token, "
                         "**4·n·d²** FLOPs in all; self-attention's core does **4·n²·d**. Attention is "
                         "cheaper while n < d, but the decisive difference is the depth of the work:")

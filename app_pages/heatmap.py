@@ -1,5 +1,4 @@
 """Heatmap page: every head as thumbnails, one head in detail, and one token across heads."""
-import numpy as np
 import streamlit as st
 
 from attnviz.errors import BadInput

@@ -3,12 +3,34 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 # Which attention maps an AttentionResult can hold; encoder-decoders have all three.
 STACKS = ("self", "decoder", "cross")
+
+
+class LayerHeadShape:
+    """n_layers, n_heads and seq_len read off a (layer, head, position, ...) array of the record:
+    the attribute named by _SHAPE_OF."""
+
+    _SHAPE_OF: ClassVar[str] = "attention"
+
+    def _dim(self, axis: int) -> int:
+        return getattr(self, self._SHAPE_OF).shape[axis]
+
+    @property
+    def n_layers(self) -> int:
+        return self._dim(0)
+
+    @property
+    def n_heads(self) -> int:
+        return self._dim(1)
+
+    @property
+    def seq_len(self) -> int:
+        return self._dim(2)
 
 
 @dataclass(frozen=True)
@@ -63,7 +85,7 @@ class Truncation:
 
 
 @dataclass(frozen=True)
-class AttentionResult:
+class AttentionResult(LayerHeadShape):
     """Attention of one model on one input.
 
     attention: float32 (layer, head, query, key); for encoder-decoders the encoder's
@@ -102,18 +124,6 @@ class AttentionResult:
                     self.decoder_attention, self.cross_attention, self.decoder_special_mask):
             if arr is not None:
                 arr.flags.writeable = False
-
-    @property
-    def n_layers(self) -> int:
-        return self.attention.shape[0]
-
-    @property
-    def n_heads(self) -> int:
-        return self.attention.shape[1]
-
-    @property
-    def seq_len(self) -> int:
-        return self.attention.shape[2]
 
     @property
     def is_pair(self) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 import threading
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -16,6 +17,7 @@ from attnviz.errors import AttentionUnavailable, BadInput
 from attnviz.attention import softmax
 from attnviz.hooks import attention_function, register_attention
 from attnviz.extract import encode
+from attnviz.types import LayerHeadShape
 from attnviz.attention import allowed_keys
 
 NAME = "attnviz_qk_capture"
@@ -28,7 +30,7 @@ _REGISTERED = False
 
 
 @dataclass(frozen=True)
-class QueryKey:
+class QueryKey(LayerHeadShape):
     """Every layer's queries and keys for one input (read-only float32 arrays)."""
 
     query: np.ndarray  # (layer, head, seq_len, d_head): queries as the attention uses them
@@ -41,21 +43,11 @@ class QueryKey:
     n_kv_heads: int  # key heads the model computes (< n_heads for grouped-query attention)
     max_error: float  # largest |rebuilt softmax - the model's own weights| over the checked rows (nan: not checked)
 
-    @property
-    def n_layers(self) -> int:
-        return self.query.shape[0]
-
-    @property
-    def n_heads(self) -> int:
-        return self.query.shape[1]
-
-    @property
-    def seq_len(self) -> int:
-        return self.query.shape[2]
+    _SHAPE_OF: ClassVar[str] = "query"
 
     @property
     def d_head(self) -> int:
-        return self.query.shape[3]
+        return self._dim(3)
 
 
 @dataclass(frozen=True)

@@ -164,3 +164,11 @@ def show_figure(fig, key: str | None = None, *, name: str | None = None, exports
                                key=f"{key}_svg", on_click="ignore", icon=":material/image:", type="tertiary",
                                help="Vector image, rendered on the server (needs Chromium)")
     return event
+
+
+def figure_beside(fig, key: str, ratio=(3, 2)):
+    """Show `fig` in a left column and return the right column, for its explanation."""
+    left, right = st.columns(list(ratio))
+    with left:
+        show_figure(fig, key=key)
+    return right

@@ -42,6 +42,16 @@ def analysis_of_sidebar(max_tokens: int | None = None):
         return analysis(key, text, pair, max_tokens)
 
 
+def hf_inputs(what: str):
+    """(result, model key, text, second sentence or None) for a page that runs the model again;
+    stops the page with a plain message when there is no result or the model is the toy one."""
+    from attnviz.ui.sidebar import require_result
+
+    result = require_result()
+    require_hf_model(what)
+    return (result, *sidebar_inputs())
+
+
 def require_hf_model(what: str) -> None:
     """Stop the page with a plain message when the sidebar shows the trained toy model."""
     from attnviz.ui.sidebar import using_trained
