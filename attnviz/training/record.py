@@ -4,6 +4,7 @@ from __future__ import annotations
 import sys
 
 from attnviz.training.runs import ASSETS, save
+from attnviz.units import human_bytes
 from attnviz.training.trainer import TrainConfig, train
 
 # The recorded run of each task: seeded, so re-recording gives the same file.
@@ -26,7 +27,7 @@ def record(names) -> None:
             run = train(RECORDED[name])
         path = save(run, ASSETS / f"{name}.npz")
         print(f"{path.name}: {run.n_frames} frames, accuracy {run.meta['final_accuracy']:.3f}, "
-              f"{run.meta['seconds']:.1f} s, {path.stat().st_size / 1024:.0f} KB")
+              f"{run.meta['seconds']:.1f} s, {human_bytes(path.stat().st_size)}")
 
 
 if __name__ == "__main__":
