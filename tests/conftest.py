@@ -73,12 +73,17 @@ class StreamlitServer:
         self.log.close()
 
 
-@pytest.fixture(scope="session")
-def app_server():
+def served():
+    """A StreamlitServer for a fixture to yield, stopped when the fixture ends."""
     ARTIFACTS.mkdir(exist_ok=True)
     server = StreamlitServer()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def app_server():
+    yield from served()
 
 
 @pytest.fixture(scope="session")

@@ -32,18 +32,23 @@ def _visible_warnings(page) -> list[str]:
     return [alerts.nth(i).inner_text() for i in range(alerts.count()) if alerts.nth(i).is_visible()]
 
 
-def test_temperature_keeps_the_users_matrices_through_bad_t(page, app_server):
+def _type_q(page, app_server, text: str) -> None:
+    """Open the temperature lab, open its editor and type `text` as Q (a text area commits on blur)."""
     page.goto(app_server.url + "/lab_temperature")
     wait_for_app(page)
     page.get_by_text("Attention returns (weighted lifespan)").wait_for()
     page.get_by_text("Edit Q, K, V").first.click()
     q_box = page.get_by_role("textbox", name="Q", exact=True)
     q_box.wait_for()
-    mine = "2 0 1 0\n0 1 0 3\n1 1 1 0"
-    q_box.fill(mine)
-    q_box.press("Tab")  # a text area commits on blur
+    q_box.fill(text)
+    q_box.press("Tab")
     time.sleep(0.5)
     wait_for_app(page)
+
+
+def test_temperature_keeps_the_users_matrices_through_bad_t(page, app_server):
+    mine = "2 0 1 0\n0 1 0 3\n1 1 1 0"
+    _type_q(page, app_server, mine)
 
     for bad, fragment in (("-1", "greater than 0"), ("1e9", "1000"), ("abc", "not a number")):
         _type_t(page, bad)
@@ -61,15 +66,7 @@ def test_temperature_keeps_the_users_matrices_through_bad_t(page, app_server):
 
 
 def test_temperature_bad_matrix_warning_is_visible_with_the_editor_closed(page, app_server):
-    page.goto(app_server.url + "/lab_temperature")
-    wait_for_app(page)
-    page.get_by_text("Attention returns (weighted lifespan)").wait_for()
-    page.get_by_text("Edit Q, K, V").first.click()
-    q_box = page.get_by_role("textbox", name="Q", exact=True)
-    q_box.fill("1 0 1\n0 1")
-    q_box.press("Tab")
-    time.sleep(0.5)
-    wait_for_app(page)
+    _type_q(page, app_server, "1 0 1\n0 1")
     page.get_by_text("Edit Q, K, V").first.click()  # close it again
     time.sleep(0.5)
     assert any("ragged" in w for w in _visible_warnings(page))

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from tests.browser.walker import Walker, app_pages, mode_from_env
-from tests.conftest import ARTIFACTS, StreamlitServer
+from tests.conftest import ARTIFACTS, served
 
 pytestmark = pytest.mark.browser
 
@@ -23,10 +23,7 @@ WALK_TEXT = "Walking every page, the lecturer kept this sentence in the sidebar.
 @pytest.fixture(scope="module")
 def walk_server():
     """A server of the walk's own, so its log holds only the walk's tracebacks."""
-    ARTIFACTS.mkdir(exist_ok=True)
-    server = StreamlitServer()
-    yield server
-    server.stop()
+    yield from served()
 
 
 def test_walk_every_page(browser, walk_server):
