@@ -22,6 +22,8 @@ _LINK_RESET = "_share_link_reset"  # set when a link's values were dropped, for 
 _KEPT = "_share_kept"
 _ALL_KEYS = "_share_all_keys"  # every key ever bound in this session (key -> type)
 _REVIVED = "_share_revived"  # keys revived in this run, dropped again if a widget refuses them
+_PAGE = "_share_page"  # the page of this run (its URL path)
+_LAST_PAGE = "_share_last_page"  # the page whose run last ended
 
 
 def _parse(raw: str, kind: type):
@@ -82,10 +84,6 @@ def forget(*keys: str) -> None:
     for key in keys:
         kept.pop(key, None)
         st.session_state.pop(key, None)
-
-
-_PAGE = "_share_page"  # the page of this run (its URL path)
-_LAST_PAGE = "_share_last_page"  # the page whose run last ended
 
 
 def start_run(page: str = "") -> None:
@@ -184,4 +182,5 @@ def sync_url(early: bool = False) -> None:
 
 def share_link() -> str:
     base = (st.context.url or "").split("?")[0]
-    return base + ("?" + urlencode(current_params()) if current_params() else "")
+    params = current_params()
+    return base + ("?" + urlencode(params) if params else "")
