@@ -4,14 +4,6 @@ from __future__ import annotations
 import streamlit as st
 
 
-def clamp_choice(n_layers: int, n_heads: int) -> tuple[int, int]:
-    """The shared (layer, head), clamped to this model's range (models differ in size)."""
-    layer = min(max(int(st.session_state.get("layer", 0)), 0), n_layers - 1)
-    head = min(max(int(st.session_state.get("head", 0)), 0), n_heads - 1)
-    st.session_state["layer"], st.session_state["head"] = layer, head
-    return layer, head
-
-
 def _clamp(value, n: int) -> int:
     try:
         return min(max(int(value), 0), n - 1)
@@ -43,13 +35,6 @@ def head_picker(n_layers: int, n_heads: int, prefix: str, columns=None, write_ba
         st.session_state["layer"], st.session_state["head"] = layer, head
     st.session_state[seen_key] = (st.session_state.get("layer"), st.session_state.get("head"))
     return layer, head
-
-
-def open_head(layer: int, head: int, page: str | None = None):
-    """Make (layer, head) the chosen head; optionally switch to a page showing it."""
-    st.session_state["layer"], st.session_state["head"] = int(layer), int(head)
-    if page:
-        st.switch_page(page)
 
 
 def consume_selection(chart_key: str) -> tuple[int, int] | None:
