@@ -49,7 +49,8 @@ def test_settings_reach_the_url_one_way():
 # ------------------------------------------------------------------ the layout (issue 12)
 FOUNDATION = {"__init__", "types", "errors", "examples", "runtime", "units", "attention", "hooks", "extract",
               "capture", "export", "plotting"}
-FEATURES = {"models", "heatmap", "query_key", "metrics", "lab", "positional", "complexity", "training", "bench", "ui"}
+FEATURES = {"models", "heatmap", "query_key", "metrics", "lab", "positional", "complexity", "training", "bench", "ui",
+            "contrib", "attribution", "logit_lens"}
 
 
 def _modules() -> dict[str, Path]:

@@ -1,0 +1,1 @@
+"""Figures of this feature (plotly)."""
