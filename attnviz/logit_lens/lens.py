@@ -1,0 +1,234 @@
+"""The logit lens: every layer's residual stream read through the final norm and the unembedding."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from attnviz.errors import AttentionUnavailable, BadInput
+from attnviz.extract import display_tokens, encode
+from attnviz.types import LoadedModel, ModelFacts, Truncation
+
+# Most predictions kept per (layer, position); the page shows the first k of these.
+MAX_TOP_K = 10
+# Logits computed at once: positions per chunk x vocabulary floats (~32 MB of float32 per
+# array). Memory stays bounded by this, never by layers x positions x vocabulary.
+CHUNK_FLOATS = 8_000_000
+# Attribute names of the final norm on a causal LM's base model (or its .decoder):
+# Llama/Mistral/Qwen2/Gemma "norm", GPT-2/GPT-J/GPT-Neo "ln_f", OPT "final_layer_norm",
+# GPT-NeoX/Phi "final_layernorm"/"final_layer_norm", Mamba-like "norm_f".
+_NORM_NAMES = ("norm", "ln_f", "final_layer_norm", "final_layernorm", "norm_f", "ln_out")
+_KIND_NAMES = {"encoder": "an encoder", "encoder-decoder": "an encoder-decoder"}
+
+
+@dataclass(frozen=True)
+class LogitLens:
+    """What each layer of a causal LM would predict next at every position.
+
+    S = n_layers + 1 states: 0 is the embeddings, s is the residual stream after block s
+    (the last state is the model's own output). n = positions, k = top_k. Arrays are read-only.
+    """
+
+    top_ids: np.ndarray  # int64 (S, n, k): the k most likely next-token ids, best first
+    top_probs: np.ndarray  # float32 (S, n, k): their probabilities (sorted, descending)
+    top_labels: np.ndarray  # str (S, n, k): their display labels
+    p_final: np.ndarray  # float32 (S, n): probability of the final layer's top-1 token
+    p_next: np.ndarray  # float32 (S, n): probability of the text's actual next token (NaN at the end)
+    kl: np.ndarray  # float32 (S, n): KL(final || layer s) in nats; 0 at the last state
+    tokens: tuple[str, ...]  # input display labels (n,)
+    token_ids: tuple[int, ...]  # input ids (n,)
+    facts: ModelFacts
+    text: str
+    truncation: Truncation | None = None
+    last_state_normed: bool = True  # the model returned its last hidden state after the final norm
+
+    def __post_init__(self):
+        s, n, _ = self.top_ids.shape
+        for name in ("top_probs", "top_labels"):
+            if getattr(self, name).shape != self.top_ids.shape:
+                raise ValueError(f"{name} has shape {getattr(self, name).shape}, expected {self.top_ids.shape}")
+        for name in ("p_final", "p_next", "kl"):
+            if getattr(self, name).shape != (s, n):
+                raise ValueError(f"{name} has shape {getattr(self, name).shape}, expected {(s, n)}")
+        if len(self.tokens) != n:
+            raise ValueError(f"{len(self.tokens)} tokens for {n} positions")
+        for name in ("top_ids", "top_probs", "top_labels", "p_final", "p_next", "kl"):
+            getattr(self, name).flags.writeable = False
+
+    @property
+    def n_states(self) -> int:
+        return self.top_ids.shape[0]
+
+    @property
+    def seq_len(self) -> int:
+        return self.top_ids.shape[1]
+
+    @property
+    def top_k(self) -> int:
+        return self.top_ids.shape[2]
+
+    @property
+    def final_ids(self) -> np.ndarray:
+        """(n,) the model's own top-1 prediction at each position."""
+        return self.top_ids[-1, :, 0]
+
+    def first_top1(self) -> np.ndarray:
+        """(n,) the first state whose top-1 is the final prediction (the last state at the latest)."""
+        hits = self.top_ids[:, :, 0] == self.final_ids[None, :]  # (S, n)
+        return hits.argmax(axis=0)
+
+    def settled_from(self) -> np.ndarray:
+        """(n,) the first state from which the top-1 stays the final prediction up to the output."""
+        hits = self.top_ids[:, :, 0] == self.final_ids[None, :]  # (S, n)
+        misses = ~hits
+        last_miss = np.where(misses.any(axis=0), self.n_states - 1 - misses[::-1].argmax(axis=0), -1)
+        return last_miss + 1
+
+    @staticmethod
+    def state_name(s: int) -> str:
+        return "embeddings" if s == 0 else f"after block {s}"
+
+
+def _final_norm(model):
+    """The final norm module of a causal LM (found by name), or None."""
+    base = getattr(model, "base_model", None) or model
+    for holder in (base, getattr(base, "decoder", None), getattr(base, "model", None), model):
+        if holder is None:
+            continue
+        for name in _NORM_NAMES:
+            module = getattr(holder, name, None)
+            if module is not None and callable(module):
+                return module
+    return None
+
+
+def _head(model, head, config):
+    """hidden (..., d) -> logits (..., vocab): the unembedding plus any logit post-processing the
+    model's own forward applies (Cohere's logit_scale, Gemma 2's final soft-capping)."""
+    import torch
+
+    scale = getattr(config, "logit_scale", None)
+    cap = getattr(config, "final_logit_softcapping", None)
+
+    def apply(h):
+        logits = head(h).float()
+        if scale is not None:
+            logits = logits * scale
+        if cap:
+            logits = torch.tanh(logits / cap) * cap
+        return logits
+
+    return apply
+
+
+def _check_causal(loaded: LoadedModel):
+    facts = loaded.facts
+    if facts.kind != "decoder":
+        kind = _KIND_NAMES.get(facts.kind, f"a {facts.kind} model")
+        raise BadInput(f"The logit lens reads next-token predictions, so it needs a causal language model "
+                       f"such as SmolLM2; {facts.name} is {kind}.")
+    head = loaded.model.get_output_embeddings() if hasattr(loaded.model, "get_output_embeddings") else None
+    if head is None:
+        raise BadInput(f"{facts.name} was loaded without its language-model head (the unembedding that turns "
+                       "a hidden state into next-token scores), so the logit lens has nothing to read "
+                       "predictions with. Load it as a causal language model.")
+    norm = _final_norm(loaded.model)
+    if norm is None:
+        raise BadInput(f"The logit lens could not find the final norm of {facts.name} "
+                       f"({facts.architecture}), so it cannot read its layers the way its output is read.")
+    return head, norm
+
+
+def _labels(tokenizer, ids: np.ndarray) -> np.ndarray:
+    """Display labels for an int array of token ids (each distinct id decoded once)."""
+    uniq, inverse = np.unique(ids, return_inverse=True)
+    special = np.isin(uniq, list(getattr(tokenizer, "all_special_ids", []) or []))
+    labels, _ = display_tokens(tokenizer, [int(i) for i in uniq], [None] * len(uniq), special)
+    return np.asarray(labels, dtype=str)[inverse].reshape(ids.shape)
+
+
+def logit_lens(loaded: LoadedModel, text: str, *, top_k: int = 5, max_tokens: int | None = None,
+               chunk_positions: int | None = None) -> LogitLens:
+    """Run a causal LM on `text` and read every residual-stream state through the final norm
+    and the unembedding: top-k next tokens per (state, position), the probability of the final
+    prediction and of the actual next token, and KL(final || state).
+
+    chunk_positions: positions whose logits are computed at once (default: CHUNK_FLOATS / vocab).
+    Raises BadInput for encoders, encoder-decoders, models without an LM head, empty text."""
+    import torch
+
+    head, norm = _check_causal(loaded)
+    if not 1 <= top_k <= MAX_TOP_K:
+        raise BadInput(f"top_k must be between 1 and {MAX_TOP_K}, got {top_k}.")
+    model, config = loaded.model, loaded.model.config
+    e = encode(loaded, text, max_tokens=max_tokens)
+    n = len(e.ids)
+    unembed = _head(model, head, config)
+    with loaded.lock, torch.inference_mode():
+        kwargs = {}
+        try:  # only the last position's logits: the lens recomputes the rest chunk by chunk
+            import inspect
+
+            if "logits_to_keep" in inspect.signature(model.forward).parameters:
+                kwargs["logits_to_keep"] = 1
+        except (TypeError, ValueError):
+            pass
+        out = model(**e.inputs, output_hidden_states=True, return_dict=True, **kwargs)
+        states = out.hidden_states
+        if not states:
+            raise AttentionUnavailable(f"{loaded.facts.name} returned no hidden states, so the logit lens "
+                                       "cannot read its layers.")
+        hidden = [h[0] for h in states]  # S x (n, d)
+        own = out.logits[0, -1].float()  # (vocab,) the model's own last-position logits
+        # HF returns the last state after the final norm (Llama, GPT-2, ...): find out, don't assume
+        last = hidden[-1][-1:]
+        tol = dict(rtol=1e-3, atol=1e-3 * max(1.0, float(own.abs().max())))
+        if torch.allclose(unembed(last)[0], own, **tol):
+            last_normed = True
+        elif torch.allclose(unembed(norm(last))[0], own, **tol):
+            last_normed = False
+        else:
+            raise AttentionUnavailable(
+                f"The logit lens could not reproduce {loaded.facts.name}'s own predictions from its last "
+                "hidden state through its final norm and unembedding, so its layers cannot be read this way.")
+
+        n_states = len(hidden)
+        vocab = int(own.shape[-1])
+        chunk = chunk_positions or max(1, CHUNK_FLOATS // vocab)
+        next_ids = torch.tensor(e.ids[1:] + [-1])  # (n,) the text's next token, -1 at the end
+        top_ids = np.zeros((n_states, n, top_k), dtype=np.int64)
+        top_probs = np.zeros((n_states, n, top_k), dtype=np.float32)
+        p_final = np.zeros((n_states, n), dtype=np.float32)
+        p_next = np.full((n_states, n), np.nan, dtype=np.float32)
+        kl = np.zeros((n_states, n), dtype=np.float32)
+        for start in range(0, n, chunk):
+            sl = slice(start, min(n, start + chunk))
+            h_last = hidden[-1][sl]
+            final_logits = unembed(h_last if last_normed else norm(h_last))  # (c, V)
+            final_logp = torch.log_softmax(final_logits, dim=-1)
+            final_p = final_logp.exp()
+            final_top = final_logp.argmax(dim=-1)  # (c,)
+            final_lse = torch.logsumexp(final_logits, dim=-1)  # (c,)
+            nxt = next_ids[sl]
+            has_next = nxt >= 0
+            for s in range(n_states):
+                # one pass each: logits, their log-sum-exp, top-k, two gathers, one row dot product
+                logits = final_logits if s == n_states - 1 else unembed(norm(hidden[s][sl]))  # (c, V)
+                lse = torch.logsumexp(logits, dim=-1)  # (c,)
+                vals, idx = torch.topk(logits, top_k, dim=-1)  # sorted, best first
+                top_ids[s, sl] = idx.numpy()
+                top_probs[s, sl] = (vals - lse[:, None]).exp().numpy()
+                p_final[s, sl] = (logits.gather(1, final_top[:, None])[:, 0] - lse).exp().numpy()
+                if has_next.any():
+                    pn = (logits.gather(1, nxt.clamp(min=0)[:, None])[:, 0] - lse).exp()
+                    p_next[s, sl] = torch.where(has_next, pn, torch.nan).numpy()
+                if s < n_states - 1:
+                    # KL(final || s) = sum_v p (log p - log q_s) = sum_v p (z_final - z_s) - lse_final + lse_s
+                    # (sum_v p = 1); differences of logits first: fewer float32 cancellations
+                    cross = torch.einsum("cv,cv->c", final_p, final_logits - logits)  # (c,)
+                    kl[s, sl] = (cross - final_lse + lse).clamp(min=0).numpy()
+    kl[-1] = 0.0
+    return LogitLens(top_ids=top_ids, top_probs=top_probs, top_labels=_labels(loaded.tokenizer, top_ids),
+                     p_final=p_final, p_next=p_next, kl=kl, tokens=tuple(e.tokens),
+                     token_ids=tuple(int(i) for i in e.ids), facts=loaded.facts, text=e.text,
+                     truncation=e.truncation, last_state_normed=last_normed)
