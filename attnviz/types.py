@@ -110,6 +110,9 @@ class AttentionResult(LayerHeadShape):
     decoder_tokens: tuple[str, ...] | None = None
     decoder_special_mask: np.ndarray | None = None  # bool (tgt,)
     ablated: frozenset = field(default_factory=frozenset)  # {(layer, head)} switched off
+    # what `attention` holds: "weights" (the softmax weights), or a contribution quantity shown
+    # through the lens (contrib/compute.py): "value-weighted" or "ALTI" (one map per layer)
+    quantity: str = "weights"
 
     def __post_init__(self):
         att = self.attention

@@ -1,0 +1,94 @@
+"""Model + text -> Contributions, through the same encoding as extract; and the lens that shows a
+contribution quantity in place of the attention weights on every view.
+
+  quantity         per head?   what each (query i, key j) cell holds
+  weights          yes         alpha_ij, the softmax weights (the model's own)
+  value-weighted   yes         ||alpha_ij f(x_j)|| / sum_k ||alpha_ik f(x_k)||  (Kobayashi et al. 2020)
+  ALTI             no          token j's share of layer output i, heads summed, residual and norm
+                               included (Ferrando et al. 2022): one map per layer"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from attnviz.contrib.decompose import Contributions, decompose, rows_normalised
+from attnviz.contrib.parts import family_of, record
+from attnviz.errors import BadInput
+from attnviz.extract import encode
+from attnviz.types import AttentionResult
+
+QUANTITIES = ("weights", "value-weighted", "ALTI")
+LABELS = {  # what a colour bar or hover calls the number
+    "weights": "attention weight",
+    "value-weighted": "value-weighted share",
+    "ALTI": "ALTI contribution",
+}
+DESCRIPTIONS = {
+    "weights": "the softmax attention weights",
+    "value-weighted": "value-weighted attention: each weight times the length of the value vector it moves "
+                      "(||α f(x)||, Kobayashi et al. 2020), rows rescaled to sum to 1",
+    "ALTI": "ALTI contributions: each token's share of the layer's output, heads summed, residual and norm "
+            "included (Ferrando et al. 2022); one map per layer, so the head axis holds one entry",
+}
+
+
+def contributions(loaded, text: str, text_pair: str | None = None, *, max_tokens: int | None = None,
+                  decoder_text: str | None = None) -> Contributions:
+    """Contributions of every layer of `loaded` (a LoadedModel) on the text, encoded exactly as
+    extract encodes it (for encoder-decoders: the encoder). Raises BadInput for a model whose
+    blocks the maths does not cover (the message names the covered families)."""
+    import torch
+
+    family_of(loaded.model)  # a plain message before any work
+    e = encode(loaded, text, text_pair, max_tokens=max_tokens, decoder_text=decoder_text)
+    facts = loaded.facts
+
+    def forward():
+        out = loaded.model(**e.inputs, output_attentions=True, return_dict=True)
+        attentions = out.encoder_attentions if facts.kind == "encoder-decoder" else out.attentions
+        if not attentions or any(a is None for a in attentions):
+            raise BadInput("The model returned no attention weights, so contributions cannot be worked out.")
+        return None, attentions
+
+    with loaded.lock, torch.inference_mode():
+        _, layers = record(loaded.model, forward, facts.n_layers, facts.n_heads)
+    return decompose(layers)
+
+
+def scratch_contributions(model, src_ids) -> Contributions:
+    """Contributions of attnviz's own toy transformer on one source sequence (its encoder, or the
+    whole stack of a causal toy model)."""
+    import torch
+
+    src = torch.as_tensor(np.asarray(src_ids), dtype=torch.long)[None]
+    was_training = model.training
+    model.eval()
+    try:
+        def forward():
+            _, selfs = model.encode(src)
+            return None, selfs
+
+        _, layers = record(model, forward, model.cfg.n_layers, model.cfg.n_heads)
+    finally:
+        model.train(was_training)
+    return decompose(layers)
+
+
+def lens(result: AttentionResult, contrib: Contributions | None, quantity: str) -> AttentionResult:
+    """`result` with its (self-)attention replaced by `quantity` (QUANTITIES), so that every view
+    draws it; `result.quantity` says which. Weights return the result itself."""
+    if quantity not in QUANTITIES:
+        raise BadInput(f"Unknown quantity {quantity!r}; choose one of {', '.join(QUANTITIES)}.")
+    if quantity == "weights":
+        return result
+    if contrib is None:
+        raise BadInput("No contributions were computed for this input.")
+    if contrib.value_weighted.shape[2] != result.seq_len or contrib.n_layers != result.n_layers:
+        raise BadInput("The contributions belong to another input than the one shown.")
+    if quantity == "value-weighted":
+        maps = rows_normalised(contrib.value_weighted)
+    else:
+        maps = np.ascontiguousarray(contrib.alti[:, None])  # (layer, 1, n, n): heads summed
+    # a lens shows the encoder's self-attention only: the decoder stacks keep their weights
+    return replace(result, attention=maps, quantity=quantity)

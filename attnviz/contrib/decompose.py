@@ -1,0 +1,217 @@
+"""What each attention block actually moves: value-weighted attention and mixing ratios (Kobayashi
+et al. 2020, 2021) and ALTI (Ferrando et al. 2022), from one block's parts (parts.LayerParts).
+
+Notation, one layer, query i, key j, head h (H heads, d = d_model):
+  f_h(x_j)   = (x_j W_V^h + b_V^h) W_O^h                      token j's value as head h writes it (d,)
+  u_ij       = sum_h alpha^h_ij f_h(x_j)                      what position i receives from token j
+  attention output of i = sum_j u_ij + b_O
+  pre-norm:  y_i = x_i + sum_j u_ij + b_O
+  post-norm: y_i = LN(x_i + sum_j u_ij + b_O) = g_i(x_i + sum_j u_ij + b_O) + beta,
+             g_i(v) = gamma * (v - mean(v)) / s_i,  s_i = sqrt(var(pre-norm sum_i) + eps)   (linear in v)
+
+  value-weighted (per head)   ||alpha^h_ij f_h(x_j)|| = alpha^h_ij ||f_h(x_j)||
+  value-weighted (layer)      ||u_ij||                                      (heads summed)
+  ALTI (layer)  T_i(x_j) = u_ij + [i = j] x_i (pre-norm) or g_i(u_ij + [i = j] x_i) (post-norm);
+                c_ij = max(0, ||y_i||_1 - ||y_i - T_i(x_j)||_1), each row divided by its sum.
+                The bias b_O and beta belong to no token: they are in y but in no T_i(x_j).
+  mixing ratio of token i (share of its new representation that comes from the other tokens):
+                weights:                      1 - mean_h alpha^h_ii
+                value-weighted:               ||c|| / (||c|| + ||u_ii||)          c = sum_{j != i} u_ij
+                + residual:                   ||c|| / (||c|| + ||u_ii + x_i||)
+                + residual + LayerNorm:       ||g_i(c)|| / (||g_i(c)|| + ||g_i(u_ii + x_i)||)  (post-norm only)
+
+Only (query, key) matrices are kept. The (query, key, d) vectors ALTI needs are built a block of
+query rows at a time (CHUNK_BYTES), never for the whole layer; ||u_ij|| comes from each token's
+head Gram matrix f_h(x_j) . f_k(x_j) without building u at all."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from attnviz.types import LayerHeadShape
+
+# One block of u_ij vectors: small enough to stay in cache while it is built, made absolute and
+# summed (4x faster than 50 MB blocks here), big enough for the GEMM (fewer than 8 rows is slow).
+CHUNK_BYTES = 16 * 2**20
+MIXING = ("weights", "value-weighted", "+ residual", "+ residual + LayerNorm")
+BLOCK_PARTS = {
+    True: "attention heads summed, the residual connection and the LayerNorm after them (its bias and "
+          "the output projection's bias belong to no token); the feed-forward sublayer is not included",
+    False: "attention heads summed and the residual connection; the norm before attention is inside each "
+           "token's value vector; the output projection's bias belongs to no token; the feed-forward "
+           "sublayer is not included",
+}
+
+
+@dataclass(frozen=True)
+class Contributions(LayerHeadShape):
+    """Value-weighted attention, ALTI and mixing ratios of every layer of one input.
+
+    value_weighted (layer, head, query, key): ||alpha f(x_j)|| per head (not normalised)
+    value_layer    (layer, query, key): ||u_ij||, heads summed
+    with_residual  (layer, query, key): value_layer with ||u_ii + x_i|| on the diagonal
+    alti           (layer, query, key): ALTI contributions, rows sum to 1
+    mixing         {MIXING name: (layer, query)}; "+ residual + LayerNorm" only for post-norm blocks
+    rebuild_error  largest |y - rebuilt y| / max |y| over layers: how exactly the parts rebuild the block
+    """
+
+    _SHAPE_OF = "value_weighted"
+    value_weighted: np.ndarray
+    value_layer: np.ndarray
+    with_residual: np.ndarray
+    alti: np.ndarray
+    mixing: dict = field(default_factory=dict)
+    post_norm: bool = False
+    rebuild_error: float = 0.0
+
+    def __post_init__(self):
+        for arr in (self.value_weighted, self.value_layer, self.with_residual, self.alti, *self.mixing.values()):
+            arr.flags.writeable = False
+
+    @property
+    def block_parts(self) -> str:
+        return BLOCK_PARTS[self.post_norm]
+
+    def mean_mixing(self, valid: np.ndarray | None = None) -> dict[str, float]:
+        """Mean mixing ratio over layers and the `valid` tokens (all when None), per kind."""
+        out = {}
+        for name, r in self.mixing.items():
+            rows = r if valid is None else r[:, np.asarray(valid, dtype=bool)]
+            out[name] = float(rows.mean()) if rows.size else float("nan")
+        return out
+
+
+def _rows_per_chunk(n: int, d: int) -> int:
+    return max(1, min(n, max(8, min(32, CHUNK_BYTES // max(1, n * d * 4)))))
+
+
+def layer(parts) -> dict:
+    """Every contribution quantity of one layer (numpy float32 arrays; see the module docstring)."""
+    import torch
+
+    A, V, W, b, x, y = parts.attention, parts.values, parts.w_out, parts.b_out, parts.x, parts.y
+    H, n, _ = A.shape
+    d = W.shape[0]
+    d_head = V.shape[-1]
+    # f_h(x_j): (head, key, d) = values (key, head, d_head) through head h's columns of W_O
+    F = torch.bmm(V.permute(1, 0, 2), W.view(d, H, d_head).permute(1, 2, 0))
+    vw_head = A * torch.linalg.vector_norm(F, dim=-1)[:, None, :]  # (head, q, k)
+
+    received = torch.bmm(A, F).sum(dim=0)  # sum_j u_ij: (q, d)
+    diag = torch.diagonal(A, dim1=1, dim2=2)  # (head, n): alpha^h_ii
+    self_u = torch.einsum("hi,hid->id", diag, F)  # u_ii
+    context = received - self_u
+    kept = self_u + x  # what i keeps of itself, residual included
+
+    post = parts.norm is not None
+    if post:
+        gamma, beta, eps, pre_sum = parts.norm
+        s = torch.sqrt(pre_sum.var(dim=-1, unbiased=False) + eps)  # (q,)
+
+        def g(v):  # the LayerNorm's linear part at each query row: gamma * (v - mean) / s_i
+            return gamma * (v - v.mean(dim=-1, keepdim=True)) / s[:, None]
+
+        rebuilt = g(received + x + b) + beta
+    else:
+        rebuilt = received + x + b
+    scale = float(y.abs().max()) or 1.0
+    error = float((rebuilt - y).abs().max()) / scale
+
+    def ratio(ctx, own):
+        c, o = torch.linalg.vector_norm(ctx, dim=-1), torch.linalg.vector_norm(own, dim=-1)
+        return c / (c + o).clamp_min(1e-30)
+
+    mixing = {
+        "weights": 1.0 - diag.mean(dim=0),
+        "value-weighted": ratio(context, self_u),
+        "+ residual": ratio(context, kept),
+    }
+    if post:
+        mixing["+ residual + LayerNorm"] = ratio(g(context), g(kept))
+
+    # ||u_ij|| from the Gram matrix of each key's head vectors: (key, head, head)
+    gram = torch.bmm(F.permute(1, 0, 2), F.permute(1, 2, 0))
+    vw_layer = torch.empty((n, n), dtype=torch.float32)
+    alti = torch.empty((n, n), dtype=torch.float32)
+    # ALTI works on the vectors themselves: centre and scale them once, so that a block of u_ij
+    # built from them is already g_i(u_ij) * s_i (post-norm), then compare with s_i * y_i
+    if post:
+        Fn = (F - F.mean(dim=-1, keepdim=True)) * gamma
+        xn = (x - x.mean(dim=-1, keepdim=True)) * gamma
+        # c_ij * s_i = ||s_i y_i||_1 - ||s_i y_i - s_i T_i(x_j)||_1: the row's shares are unchanged by s_i
+        target = y * s[:, None]
+    else:
+        Fn, xn, target = F, x, y
+    y_l1 = torch.linalg.vector_norm(target, ord=1, dim=-1)
+    Fk = Fn.permute(1, 0, 2).contiguous()  # (key, head, d)
+    Ak = A.permute(2, 1, 0).contiguous()  # (key, query, head): batched over keys, one GEMM per key
+    rows = _rows_per_chunk(n, d)
+    buffer = torch.empty((n, rows, d), dtype=torch.float32)  # reused: fresh memory is slow to first write
+    for start in range(0, n, rows):
+        stop = min(n, start + rows)
+        a = Ak[:, start:stop]  # (key, r, head)
+        # ||u_ij||^2 = a_ij . G_j a_ij
+        vw_layer[start:stop] = torch.sqrt((torch.bmm(a, gram) * a).sum(-1).clamp_min(0)).T
+        # T_i(x_j) - y_i for the block's rows, as (key, r, d), the subtraction fused into the GEMM
+        u = torch.baddbmm(-target[start:stop][None], a, Fk, out=buffer[:, :stop - start])
+        idx = torch.arange(start, stop)
+        u[idx, idx - start] += xn[start:stop]  # the residual x_i joins u_ii
+        dist = u.abs_().sum(-1).T  # (r, key): L1 distances
+        c = (y_l1[start:stop, None] - dist).clamp_min(0)
+        # a key no head attends to gives nothing (exactly: float rounding would leave ~1e-7 on masked keys)
+        c *= (a.sum(-1).T > 0)
+        c[idx - start, idx] = (y_l1[start:stop] - dist[idx - start, idx]).clamp_min(0)
+        alti[start:stop] = c
+    alti = alti / alti.sum(dim=-1, keepdim=True).clamp_min(1e-30)
+    with_res = vw_layer.clone()
+    with_res[torch.arange(n), torch.arange(n)] = torch.linalg.vector_norm(kept, dim=-1)
+    return dict(value_weighted=vw_head.numpy(), value_layer=vw_layer.numpy(), with_residual=with_res.numpy(),
+                alti=alti.numpy(), mixing={k: v.numpy() for k, v in mixing.items()}, post_norm=post, error=error)
+
+
+def decompose(layers) -> Contributions:
+    """Contributions of every layer from [parts.LayerParts] (one forward's record)."""
+    import torch
+
+    with torch.inference_mode():
+        per = [layer(p) for p in layers]
+    names = per[0]["mixing"].keys()
+    return Contributions(
+        value_weighted=np.stack([p["value_weighted"] for p in per]).astype(np.float32),
+        value_layer=np.stack([p["value_layer"] for p in per]).astype(np.float32),
+        with_residual=np.stack([p["with_residual"] for p in per]).astype(np.float32),
+        alti=np.stack([p["alti"] for p in per]).astype(np.float32),
+        mixing={k: np.stack([p["mixing"][k] for p in per]).astype(np.float32) for k in names},
+        post_norm=per[0]["post_norm"],
+        rebuild_error=max(p["error"] for p in per),
+    )
+
+
+def rows_normalised(m: np.ndarray) -> np.ndarray:
+    """Each row divided by its sum (rows of zeros stay zero): shares that sum to 1."""
+    m = np.asarray(m, dtype=np.float32)
+    sums = m.sum(axis=-1, keepdims=True)
+    return np.divide(m, sums, out=np.zeros_like(m), where=sums > 0)
+
+
+def rolled(per_layer: np.ndarray) -> np.ndarray:
+    """Rollout of (layer, query, key) matrices whose rows already sum to 1, residual included:
+    R_0 = C_0, R_l = C_l @ R_(l-1) (no residual added: the matrices hold it). (layer, n, n)."""
+    out = np.empty_like(per_layer, dtype=np.float32)
+    acc = None
+    for l, c in enumerate(np.asarray(per_layer, dtype=np.float64)):
+        acc = c if acc is None else c @ acc
+        out[l] = acc
+    return out
+
+
+def alti_rollout(c: Contributions) -> np.ndarray:
+    """ALTI contributions rolled out across layers (Ferrando et al. 2022): (layer, n, n)."""
+    return rolled(c.alti)
+
+
+def value_rollout(c: Contributions) -> np.ndarray:
+    """Norm-based rollout with the residual (Kobayashi et al. 2021's ATTN+RES-N per layer, rows
+    normalised, multiplied through the layers): (layer, n, n)."""
+    return rolled(rows_normalised(c.with_residual))

@@ -1,0 +1,188 @@
+"""Value-weighted attention, mixing ratios and ALTI: hand-computed cases, the block rebuilt from its
+parts, and an independent straightforward implementation (the whole (query, key, d) tensor at once,
+as the reference code of Ferrando et al. does) on tiny models and on the packaged MiniLM and SmolLM2."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from attnviz.contrib import compute
+from attnviz.contrib.decompose import Contributions, decompose, layer, rolled, rows_normalised
+from attnviz.contrib.parts import LayerParts, family_of, record
+from attnviz.errors import BadInput
+from attnviz.extract import encode, extract
+from tests.tiny_models import tiny_loaded
+
+
+def _parts(A, V, W, b, x, norm=None):
+    """LayerParts of one block from small arrays; y computed from the definition."""
+    A, V, W, b, x = (torch.tensor(np.asarray(t, dtype=np.float32)) for t in (A, V, W, b, x))
+    H = A.shape[0]
+    z = torch.einsum("hij,jhk->ihk", A, V).reshape(A.shape[1], -1)  # heads side by side
+    out = z @ W.T + b
+    if norm is None:
+        y = x + out
+    else:
+        gamma, beta, eps = (torch.tensor(np.asarray(t, dtype=np.float32)) for t in norm[:2]) + (norm[2],)
+        pre = x + out
+        y = torch.nn.functional.layer_norm(pre, (pre.shape[-1],), gamma, beta, eps)
+        norm = (gamma, beta, eps, pre)
+    assert A.shape[0] == H
+    return LayerParts(attention=A, values=V, w_out=W, b_out=b, x=x, y=y, norm=norm)
+
+
+def test_value_norms_by_hand_one_layer_two_heads():
+    # 2 tokens, 2 heads of d_head 1, d_model 2; W_O = identity: f_h(x_j) = value_j^h on axis h
+    A = [[[0.75, 0.25], [0.5, 0.5]], [[1.0, 0.0], [0.2, 0.8]]]
+    V = [[[3.0], [4.0]], [[0.0], [2.0]]]  # (key, head, d_head): token 0 = (3, 4), token 1 = (0, 2)
+    W, b, x = np.eye(2), np.zeros(2), np.zeros((2, 2))
+    out = layer(_parts(A, V, W, b, x))
+    # per head: alpha * |v|: head 0: |3|, |0|; head 1: |4|, |2|
+    np.testing.assert_allclose(out["value_weighted"][0], [[0.75 * 3, 0.25 * 0], [0.5 * 3, 0.5 * 0]], atol=1e-6)
+    np.testing.assert_allclose(out["value_weighted"][1], [[1.0 * 4, 0.0], [0.2 * 4, 0.8 * 2]], atol=1e-6)
+    # heads summed: u_00 = (0.75*3, 1.0*4) -> 4.589; u_01 = (0, 0); u_10 = (1.5, 0.8) -> 1.7; u_11 = (0, 1.6)
+    np.testing.assert_allclose(out["value_layer"], [[np.hypot(2.25, 4.0), 0.0], [1.7, 1.6]], atol=1e-5)
+    # mixing, no residual (x = 0): token 1 gets 1.7 from token 0, keeps 1.6 of itself
+    assert out["mixing"]["value-weighted"][1] == pytest.approx(1.7 / (1.7 + 1.6), abs=1e-6)
+    assert out["mixing"]["weights"][1] == pytest.approx(1 - (0.5 + 0.8) / 2, abs=1e-6)
+
+
+def test_zero_values_give_zero_contribution_and_identity_keeps_all():
+    n, H, d = 4, 2, 4
+    eye = np.stack([np.eye(n)] * H)
+    V = np.zeros((n, H, 2))
+    x = np.random.default_rng(0).normal(size=(n, d))
+    out = layer(_parts(eye, V, np.ones((d, 4)), np.zeros(d), x))
+    assert np.abs(out["value_weighted"]).max() == 0 and np.abs(out["value_layer"]).max() == 0
+    # all of y_i is x_i: ALTI gives every token all of itself
+    np.testing.assert_allclose(out["alti"], np.eye(n), atol=1e-6)
+    np.testing.assert_allclose(out["mixing"]["+ residual"], 0.0, atol=1e-6)
+
+
+def _straightforward(p) -> dict:
+    """ALTI and value norms the plain way: every T_i(x_j) as a (q, k, d) tensor, LayerNorm's linear
+    part as the matrix (I - 11^T/d) diag(gamma) (Ferrando et al.'s l_transform), y from the model."""
+    A, V, W, b, x, y = (t.double() for t in (p.attention, p.values, p.w_out, p.b_out, p.x, p.y))
+    H, n, _ = A.shape
+    d = W.shape[0]
+    F = torch.stack([V[:, h, :] @ W[:, h * V.shape[-1]:(h + 1) * V.shape[-1]].T for h in range(H)])  # (H, n, d)
+    u = torch.einsum("hij,hjd->ijd", A, F)
+    T = u + torch.einsum("ij,id->ijd", torch.eye(n, dtype=torch.float64), x)
+    if p.norm is not None:
+        gamma, beta, eps, pre = (t.double() if torch.is_tensor(t) else t for t in p.norm)
+        L = (torch.eye(d, dtype=torch.float64) - torch.ones(d, d, dtype=torch.float64) / d) @ torch.diag(gamma)
+        s = torch.sqrt(pre.var(-1, unbiased=False) + eps)
+        T = torch.einsum("ijd,de->ije", T, L) / s[:, None, None]
+    c = (torch.linalg.vector_norm(y, ord=1, dim=-1)[:, None]
+         - torch.linalg.vector_norm(y[:, None, :] - T, ord=1, dim=-1)).clamp_min(0)
+    return dict(alti=(c / c.sum(-1, keepdim=True)).numpy(), value_layer=torch.linalg.vector_norm(u, dim=-1).numpy(),
+                value_weighted=(A * torch.linalg.vector_norm(F, dim=-1)[:, None, :]).numpy())
+
+
+def _record_hf(lm, text):
+    e = encode(lm, text)
+
+    def forward():
+        out = lm.model(**e.inputs, output_attentions=True, return_dict=True)
+        return out, out.encoder_attentions if lm.facts.kind == "encoder-decoder" else out.attentions
+
+    return record(lm.model, forward, lm.facts.n_layers, lm.facts.n_heads)
+
+
+@pytest.mark.parametrize("arch", ["bert", "llama", "bart", "t5"])
+def test_parts_rebuild_the_block_and_match_the_straightforward_way(arch):
+    lm = tiny_loaded(arch)
+    out, layers = _record_hf(lm, "The quick brown fox jumps over the lazy dog again and again.")
+    c = decompose(layers)
+    assert c.rebuild_error < 1e-5  # y rebuilt from the parts equals what the model computed
+    assert c.post_norm == (arch in ("bert", "bart"))
+    for l, p in enumerate(layers):
+        ref = _straightforward(p)
+        np.testing.assert_allclose(c.alti[l], ref["alti"], atol=2e-5)
+        np.testing.assert_allclose(c.value_layer[l], ref["value_layer"], rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(c.value_weighted[l], ref["value_weighted"], rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(c.alti.sum(-1), 1.0, atol=1e-5)  # ALTI rows sum to 1
+    if arch == "llama":  # causal: nothing flows from later tokens
+        assert np.abs(np.triu(c.alti[0], 1)).max() == 0 and np.abs(np.triu(c.value_layer[0], 1)).max() == 0
+
+
+def test_chunked_equals_one_block(monkeypatch):
+    from attnviz.contrib import decompose as D
+
+    lm = tiny_loaded("bert")
+    _, layers = _record_hf(lm, "one two three four five six seven eight nine ten eleven twelve")
+    whole = decompose(layers)
+    monkeypatch.setattr(D, "_rows_per_chunk", lambda n, d: 3)  # blocks that do not divide n
+    chunked = decompose(layers)
+    np.testing.assert_allclose(chunked.alti, whole.alti, atol=1e-6)
+    np.testing.assert_allclose(chunked.value_layer, whole.value_layer, atol=1e-6)
+
+
+def test_rollout_of_contributions():
+    c = np.random.default_rng(1).random((3, 4, 4)).astype(np.float32)
+    c = rows_normalised(c)
+    r = rolled(c)
+    np.testing.assert_allclose(r[2], c[2].astype(np.float64) @ c[1] @ c[0], rtol=1e-5)
+    np.testing.assert_allclose(r.sum(-1), 1.0, atol=1e-5)
+    np.testing.assert_array_equal(rows_normalised(np.zeros((2, 2))), 0)
+
+
+def test_lens_replaces_the_attention_and_says_so():
+    lm = tiny_loaded("bert")
+    text = "Attention moves values, not weights."
+    result = extract(lm, text)
+    c = compute.contributions(lm, text)
+    vw = compute.lens(result, c, "value-weighted")
+    assert vw.quantity == "value-weighted" and vw.attention.shape == result.attention.shape
+    np.testing.assert_allclose(vw.attention.sum(-1), 1.0, atol=1e-5)
+    assert not np.allclose(vw.attention, result.attention, atol=1e-3)  # the value norms re-weight the rows
+    alti = compute.lens(result, c, "ALTI")
+    assert alti.attention.shape == (result.n_layers, 1, result.seq_len, result.seq_len) and alti.n_heads == 1
+    assert compute.lens(result, c, "weights") is result
+    with pytest.raises(BadInput):
+        compute.lens(result, c, "gradients")
+    other = extract(lm, text + " And more words here.")
+    with pytest.raises(BadInput, match="another input"):
+        compute.lens(other, c, "ALTI")
+
+
+def test_uncovered_model_says_which_are_covered():
+    lm = tiny_loaded("gpt2")
+    with pytest.raises(BadInput, match="BERT-style") as e:
+        compute.contributions(lm, "hello there")
+    assert "gpt2" in str(e.value)
+    with pytest.raises(BadInput):
+        family_of(lm.model)
+
+
+def test_scratch_model_contributions_rebuild_its_blocks():
+    from attnviz.models.scratch import ScratchConfig, ScratchTransformer
+
+    for kind in ("encoder", "decoder", "encoder-decoder"):
+        model = ScratchTransformer(ScratchConfig(kind=kind, vocab_size=20, d_model=16, n_heads=2, n_layers=2,
+                                                 d_ff=32, max_len=16, seed=3))
+        c = compute.scratch_contributions(model, [1, 5, 7, 2, 9, 3])
+        assert isinstance(c, Contributions) and c.n_layers == 2 and c.n_heads == 2
+        assert c.rebuild_error < 1e-5
+        np.testing.assert_allclose(c.alti.sum(-1), 1.0, atol=1e-5)
+
+
+@pytest.mark.parametrize("key", ["minilm", "smollm2"])
+def test_real_models_match_the_straightforward_way(key, minilm):
+    from attnviz.models import load_model
+    from attnviz.models.registry import PACKAGED, package_dir
+
+    if package_dir(PACKAGED[key].package) is None:
+        pytest.skip(f"{key} is not installed")
+    lm = minilm if key == "minilm" else load_model(key)
+    _, layers = _record_hf(lm, "The keys to the cabinet are on the table, said the [SEP] of the story.")
+    c = decompose(layers)
+    assert c.rebuild_error < 1e-4
+    for l in (0, len(layers) - 1):
+        ref = _straightforward(layers[l])
+        np.testing.assert_allclose(c.alti[l], ref["alti"], atol=1e-4)
+        np.testing.assert_allclose(c.value_layer[l], ref["value_layer"], rtol=1e-3, atol=1e-4)
+    means = c.mean_mixing()
+    # the ordering Kobayashi et al. (2021) report: weights overstate mixing, the residual shrinks it
+    assert means["weights"] > means["value-weighted"] > means["+ residual"]
