@@ -6,6 +6,7 @@ from attnviz.metrics.entropy import head_mean, padding_positions
 from attnviz.metrics.figures import head_grid, token_bars
 from attnviz.ui import metrics as aw
 from attnviz.ui.sidebar import require_result
+from attnviz.ui import contrib as lens_ui
 from attnviz.ui.figure import show_figure
 from attnviz.ui.share import bind
 from attnviz.ui.present import page_intro
@@ -20,8 +21,9 @@ page_intro("Attention entropy",
     "is divided by its own key count, and a row that sees a single key scores 0."
 )
 
-result = require_result()
-analysis = aw.analysis_of_sidebar()
+result = require_result(lens=True)
+lens_ui.note(result)
+analysis = aw.analysis_of_sidebar(result=result)
 ent = analysis.entropy
 ablated = aw.ablated_heads()
 

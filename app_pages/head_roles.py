@@ -8,6 +8,7 @@ from attnviz.metrics.top_pairs import offset_counts, top_pairs
 from attnviz.metrics.figures import head_grid, role_map
 from attnviz.ui import metrics as aw
 from attnviz.ui.sidebar import require_result
+from attnviz.ui import contrib as lens_ui
 from attnviz.ui.share import bind
 from attnviz.ui.present import page_intro
 from attnviz.ui.page import stop as stop_page
@@ -19,7 +20,8 @@ page_intro("Head roles",
     "sentence are noisy, so by default they are **averaged over the example sentences** shipped with the app."
 )
 
-result = require_result()
+result = require_result(lens=True)
+lens_ui.note(result)
 key, _, _ = aw.sidebar_inputs()
 ablated = aw.ablated_heads()
 n_examples = len(aw.examples())
@@ -36,10 +38,13 @@ scope = c1.radio("Scores from", scopes, horizontal=True, key="hr_scope", disable
 min_score = c2.slider("Minimum score for a role", 0.0, 1.0, step=0.05, key="hr_min",
                       help="Heads whose best score is below this are shown grey: no clear role.")
 if scope.startswith("the current"):
-    scores = aw.analysis_of_sidebar().roles
+    scores = aw.analysis_of_sidebar(result=result).roles
     where = f"the current sentence ({result.seq_len} tokens)"
 else:
     scores = aw.corpus_role_scores(key)
+    if result.quantity != "weights":
+        st.caption("Averaged scores are computed from attention weights; choose the current sentence to score "
+                   f"the {lens_ui.label(result)}.")
     if scores is None:
         stop_page()
     where = f"{scores.n_inputs} example sentences"

@@ -15,6 +15,7 @@ from attnviz.ui.present import presenting
 from attnviz.ui.page import stop as stop_page
 from attnviz.heatmap.text_view import shaded_text_html
 from attnviz.ui.sidebar import require_result
+from attnviz.ui import contrib as lens_ui
 from attnviz.heatmap.views import PAIR_BLOCKS, colour_range, select_view
 
 bind({"hm_stack": str, "hm_hide_special": bool, "hm_renorm": bool, "hm_scale": str, "hm_palette": str,
@@ -26,11 +27,13 @@ st.title("Attention heatmap")
 st.caption("Each cell is the softmax weight one token (a row, the query) puts on another token "
            "(a column, the key). Every row sums to 1.")
 
-result = require_result()
+result = require_result(lens=True)
+lens_ui.note(result)
+what = lens_ui.label(result)
 facts = result.facts
 st.markdown(f"**{facts.name}** · `{facts.architecture}` · {facts.kind}"
             f"{' (causal: a token sees only itself and earlier tokens)' if facts.causal else ''} · "
-            f"{result.n_layers} layers × {result.n_heads} heads · d_model {facts.d_model} · "
+            f"{result.n_layers} layers × " + ("heads summed" if result.quantity == "ALTI" else f"{result.n_heads} heads") + f" · d_model {facts.d_model} · "
             f"**{result.seq_len} tokens**")
 
 st.session_state.setdefault("hm_stack", "self")
@@ -108,18 +111,18 @@ with fig_col:
     show_figure(
         heatmap_figure(view.values, q_tokens, k_tokens, rows=view.rows, cols=view.cols,
                        zmin=zmin, zmax=zmax, colorscale=palette, log_floor=log_floor,
-                       colorbar_title="renormalised weight" if view.renormalised else "weight",
+                       colorbar_title=("renormalised " if view.renormalised else "") + what,
                        causal=which == "decoder" or (which == "self" and facts.causal)),
         key="hm_heatmap", name=f"attention-layer{layer}-head{head}")
 with info_col:
     full = attention[layer, head]
     if k_special.any():
-        st.metric("Mean weight on special tokens", f"{float(full[:, k_special].sum(axis=1).mean()):.1%}",
+        st.metric(f"Mean {what} on special tokens", f"{float(full[:, k_special].sum(axis=1).mean()):.1%}",
                   help="Average over rows of the weight on [CLS], [SEP] and other special tokens.")
     else:
-        st.metric("Mean weight on the first token", f"{float(full[:, 0].mean()):.1%}",
+        st.metric(f"Mean {what} on the first token", f"{float(full[:, 0].mean()):.1%}",
                   help="Many causal models park unused attention on the first token (an 'attention sink').")
-    st.metric("Largest weight", f"{float(full.max()):.4f}")
+    st.metric(f"Largest {what}", f"{float(full.max()):.4f}")
     st.markdown("Read a **row** to see what that token gathers information from; read a **column** "
                 "to see who gathers from that token.")
     if hide:
@@ -145,25 +148,25 @@ layer_heads_ablated = {h for (l, h) in ablated if l == layer}
 c_out, c_in = st.columns(2)
 if which == "self":
     with c_out:
-        show_figure(focus_figure(attention[layer], focus, q_tokens, direction="out", colorscale=palette,
+        show_figure(focus_figure(attention[layer], focus, q_tokens, direction="out", colorscale=palette, what=what,
                                  ablated_heads=layer_heads_ablated), key="hm_focus_out", name=f"layer{layer}-token{focus}-out")
     with c_in:
-        show_figure(focus_figure(attention[layer], focus, q_tokens, direction="in", colorscale=palette,
+        show_figure(focus_figure(attention[layer], focus, q_tokens, direction="in", colorscale=palette, what=what,
                                  ablated_heads=layer_heads_ablated), key="hm_focus_in", name=f"layer{layer}-token{focus}-in")
 else:
-    show_figure(focus_figure(attention[layer], focus, k_tokens, direction="out", colorscale=palette,
+    show_figure(focus_figure(attention[layer], focus, k_tokens, direction="out", colorscale=palette, what=what,
                              ablated_heads=layer_heads_ablated), key="hm_focus_out", name=f"layer{layer}-token{focus}-out")
 
 if which == "self":
-    st.markdown(f"**The text, shaded by attention** (layer {layer}, head {head}): the darker a token, the more "
-                f"weight it gets. Hover a token for the exact weight; the outlined token is **{q_tokens[focus]}**.")
+    st.markdown(f"**The text, shaded by {what}** (layer {layer}, head {head}): the darker a token, the more "
+                f"it gets. Hover a token for the exact {what}; the outlined token is **{q_tokens[focus]}**.")
     row, col = attention[layer, head, focus], attention[layer, head, :, focus]
     special = result.special_mask
     st.caption(f"What **{q_tokens[focus]}** attends to (its row; sums to 1, darkest = {row.max():.3f})")
-    st.html(shaded_text_html(q_tokens, row, focus=focus, continuation=result.continuation, special=special))
+    st.html(shaded_text_html(q_tokens, row, focus=focus, continuation=result.continuation, special=special, what=what))
     st.caption(f"Who attends to **{q_tokens[focus]}** (its column: each token's weight on it, darkest = "
                f"{col.max():.3f})")
-    st.html(shaded_text_html(q_tokens, col, focus=focus, continuation=result.continuation, special=special))
+    st.html(shaded_text_html(q_tokens, col, focus=focus, continuation=result.continuation, special=special, what=what))
 
 if which == "self" and n_q <= 128 and not presenting():
     st.markdown(f"**Lines view** (layer {layer}, head {head}): each token on the left sends lines to the "

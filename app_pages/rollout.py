@@ -9,6 +9,7 @@ from attnviz.metrics.rollout import HEAD_FUSIONS, contributions, fuse_heads, mix
 from attnviz.metrics.figures import grouped_token_bars, matrix_heatmap, token_bars
 from attnviz.ui import metrics as aw
 from attnviz.ui.sidebar import require_result
+from attnviz.ui import contrib as lens_ui
 from attnviz.ui.cache import flow_row
 from attnviz.ui.figure import show_figure
 from attnviz.ui.heads import token_picker
@@ -25,8 +26,11 @@ page_intro("Attention rollout",
     "estimate, not an explanation: it ignores the values, the feed-forward blocks and the layer norms."
 )
 
-result = require_result()
-analysis = aw.analysis_of_sidebar()
+result = require_result(lens=True)
+lens_ui.note(result)
+if result.quantity == "ALTI":
+    st.caption("ALTI maps already hold the residual: with w = 0 this is ALTI's own rollout (Ferrando et al. 2022).")
+analysis = aw.analysis_of_sidebar(result=result)
 n, n_layers = result.seq_len, result.n_layers
 
 bind({"ro_fusion": str, "ro_residual": float, "ro_discard": float, "ro_layer": int, "ro_target": int})

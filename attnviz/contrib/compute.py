@@ -26,10 +26,10 @@ LABELS = {  # what a colour bar or hover calls the number
 }
 DESCRIPTIONS = {
     "weights": "the softmax attention weights",
-    "value-weighted": "value-weighted attention: each weight times the length of the value vector it moves "
-                      "(||α f(x)||, Kobayashi et al. 2020), rows rescaled to sum to 1",
-    "ALTI": "ALTI contributions: each token's share of the layer's output, heads summed, residual and norm "
-            "included (Ferrando et al. 2022); one map per layer, so the head axis holds one entry",
+    "value-weighted": "each weight times the length of the value vector it moves (‖α f(x)‖, Kobayashi et al. "
+                      "2020), rows rescaled to sum to 1",
+    "ALTI": "each token's share of the layer's output, heads summed, residual and norm included (Ferrando et "
+            "al. 2022); one map per layer, so there is one 'head' per layer",
 }
 
 
@@ -73,6 +73,21 @@ def scratch_contributions(model, src_ids) -> Contributions:
     finally:
         model.train(was_training)
     return decompose(layers)
+
+
+def run_contributions(run, frame: int):
+    """Contributions of a toy training run's probe input at `frame`, or None when that step's
+    weights are not known (a run keeps only its final weights)."""
+    if not run.weights or frame not in (-1, run.n_frames - 1):
+        return None
+    from attnviz.training.trainer import model_from_run
+
+    vocab = list(run.meta.get("vocab", []))
+    try:
+        ids = [vocab.index(t) for t in run.tokens]
+    except ValueError:
+        return None
+    return scratch_contributions(model_from_run(run), ids)
 
 
 def lens(result: AttentionResult, contrib: Contributions | None, quantity: str) -> AttentionResult:

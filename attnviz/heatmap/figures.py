@@ -70,8 +70,8 @@ def heatmap_figure(values: np.ndarray, row_tokens, col_tokens, *, rows=None, col
 
 
 def focus_figure(layer_attention: np.ndarray, token: int, tokens, *, direction: str = "out",
-                 colorscale="Viridis", ablated_heads=()) -> go.Figure:
-    """Heads x tokens heatmap for one token of one layer.
+                 colorscale="Viridis", ablated_heads=(), what: str = "weight") -> go.Figure:
+    """Heads x tokens heatmap for one token of one layer (`what`: the name of the numbers).
 
     layer_attention: (head, query, key). direction 'out': what `token` attends to (its row in
     every head); 'in': what attends to `token` (its column in every head).
@@ -83,13 +83,13 @@ def focus_figure(layer_attention: np.ndarray, token: int, tokens, *, direction: 
     label = tokens[token]
     what = (f"what {label!r} attends to (its row)" if direction == "out"
             else f"what attends to {label!r} (its column)")
-    hover = (f"head %{{y}}<br>key %{{x}}: %{{customdata}}<br>weight %{{z:{WEIGHT_FORMAT}}}<extra></extra>"
+    hover = (f"head %{{y}}<br>key %{{x}}: %{{customdata}}<br>{what} %{{z:{WEIGHT_FORMAT}}}<extra></extra>"
              if direction == "out" else
-             f"head %{{y}}<br>query %{{x}}: %{{customdata}}<br>weight %{{z:{WEIGHT_FORMAT}}}<extra></extra>")
+             f"head %{{y}}<br>query %{{x}}: %{{customdata}}<br>{what} %{{z:{WEIGHT_FORMAT}}}<extra></extra>")
     custom = np.tile(np.array([str(t) for t in tokens], dtype=object), (n_heads, 1))
     fig = go.Figure(go.Heatmap(z=values, x=np.arange(n), y=np.arange(n_heads), colorscale=colorscale,
                                zmin=0, customdata=custom, hovertemplate=hover,
-                               colorbar=dict(title="weight", **NO_SI)))
+                               colorbar=dict(title=what, **NO_SI)))
     fig.update_layout(
         title=what, height=int(max(260, 26 * n_heads + 140)), margin=dict(l=10, r=10, t=40, b=10),
         xaxis=dict(title="key" if direction == "out" else "query", tickangle=-60, automargin=True,

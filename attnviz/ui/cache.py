@@ -46,8 +46,28 @@ def get_query_key(model_key: str, text: str, text_pair: str | None, max_tokens: 
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
-def analysis(key: str, text: str, pair: str | None, max_tokens: int | None):
-    return analyse(get_result(key, text, pair, max_tokens))
+def analysis(key: str, text: str, pair: str | None, max_tokens: int | None, quantity: str = "weights"):
+    return analyse(lensed_result(key, text, pair, max_tokens, quantity))
+
+
+# Value-weighted attention, ALTI and mixing ratios of every layer (Contributions page, the lens):
+# (layer, head, n, n) + 3 x (layer, n, n) float32, ~100 MB for MiniLM at 512 tokens: a few entries.
+@st.cache_resource(max_entries=4, show_spinner=False)
+def get_contributions(model_key: str, text: str, text_pair: str | None, max_tokens: int | None):
+    from attnviz.contrib.compute import contributions
+
+    return contributions(get_model(model_key), text, text_pair, max_tokens=max_tokens)
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def lensed_result(model_key: str, text: str, text_pair: str | None, max_tokens: int | None, quantity: str):
+    """The AttentionResult with `quantity` (weights, value-weighted, ALTI) in place of the weights."""
+    from attnviz.contrib.compute import lens
+
+    result = get_result(model_key, text, text_pair, max_tokens)
+    if quantity == "weights":
+        return result
+    return lens(result, get_contributions(model_key, text, text_pair, max_tokens), quantity)
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)

@@ -25,21 +25,27 @@ def sidebar_inputs() -> tuple[str, str, str | None]:
     return model_key(), st.session_state.get("text", ""), pair or None
 
 
-def analysis_of_sidebar(max_tokens: int | None = None):
+def analysis_of_sidebar(max_tokens: int | None = None, result=None):
     """HeadAnalysis (entropy, role scores, default rollout) of the sidebar's current result
-    (call after sidebar.require_result(max_tokens), which reports bad input)."""
+    (call after sidebar.require_result(max_tokens), which reports bad input), through the sidebar's
+    lens; `result` is the one the page drew (the trained toy model's is analysed as it is)."""
     from attnviz.ui.sidebar import TRAINED_KEY, using_trained
 
     if using_trained():  # a small stored result: analyse it once per stored frame
-        result = st.session_state[TRAINED_KEY]
+        result = result if result is not None else st.session_state[TRAINED_KEY]
         cached = st.session_state.get("_trained_analysis")
         if cached is None or cached[0] is not result:
             cached = (result, analyse(result))
             st.session_state["_trained_analysis"] = cached
         return cached[1]
+    from attnviz.ui.contrib import quantity
+
     key, text, pair = sidebar_inputs()
     with st.spinner("Analysing every head…"):
-        return analysis(key, text, pair, max_tokens)
+        try:
+            return analysis(key, text, pair, max_tokens, result.quantity if result is not None else quantity())
+        except AttnvizError:  # the lens cannot apply (said where the result was drawn): weights
+            return analysis(key, text, pair, max_tokens)
 
 
 def hf_inputs(what: str):

@@ -74,6 +74,9 @@ def render() -> None:
         st.toggle("Sentence pair", key="use_pair", help="Feed a second sentence as segment B ([SEP]-separated).")
         if st.session_state["use_pair"]:
             st.text_input("Second sentence (B)", key="text_pair")
+        from attnviz.ui import contrib
+
+        contrib.control()
         st.toggle("Presentation mode", key="present",
                   help="Large fonts and figures, fewer controls: for a projector (1280 x 720).")
 
@@ -83,9 +86,13 @@ def using_trained() -> bool:
     return st.session_state.get("model_choice") == TRAINED and st.session_state.get(TRAINED_KEY) is not None
 
 
-def use_trained(result) -> None:
-    """Store a trained model's AttentionResult and select it in the sidebar (a widget callback)."""
+def use_trained(result, contributions=None) -> None:
+    """Store a trained model's AttentionResult (and its Contributions when the step's weights are
+    known) and select it in the sidebar (a widget callback)."""
+    from attnviz.ui.contrib import TRAINED_CONTRIB
+
     st.session_state[TRAINED_KEY] = result
+    st.session_state[TRAINED_CONTRIB] = contributions
     st.session_state["model_choice"] = TRAINED
 
 
@@ -96,9 +103,11 @@ def model_key() -> str:
     return choice
 
 
-def current_result(max_tokens: int | None = None):
+def current_result(max_tokens: int | None = None, lens: bool = False):
     """The AttentionResult of the sidebar's model and text, or None after showing a plain
-    message (the caller then stops). Loads the model with a spinner on first use."""
+    message (the caller then stops). Loads the model with a spinner on first use. With `lens`,
+    seen through the sidebar's Show control (weights, value-weighted or ALTI)."""
+    from attnviz.ui import contrib
     from attnviz.ui.cache import get_model, get_result
 
     key = model_key()
@@ -110,7 +119,7 @@ def current_result(max_tokens: int | None = None):
             return None
         st.caption(f"Showing the trained toy model **{result.facts.name}** on its probe input; "
                    "the sidebar's text is not used.")
-        return result
+        return contrib.apply(result, key, "", None, max_tokens, trained=True) if lens else result
     text = st.session_state.get("text", "")
     pair = st.session_state.get("text_pair") if st.session_state.get("use_pair") else None
     if not key:
@@ -128,12 +137,15 @@ def current_result(max_tokens: int | None = None):
         t = result.truncation
         st.info(f"The text is {t.n_tokens_requested} tokens long; the model takes at most {t.max_tokens}, "
                 f"so the last {t.n_dropped} tokens were dropped.")
+    if lens:
+        return contrib.apply(result, key, text, pair or None, max_tokens, trained=False)
+    contrib.weights_only_note()
     return result
 
 
-def require_result(max_tokens: int | None = None):
+def require_result(max_tokens: int | None = None, lens: bool = False):
     """current_result(), stopping the page when there is none."""
-    result = current_result(max_tokens)
+    result = current_result(max_tokens, lens)
     if result is None:
         stop_page()
     return result

@@ -209,7 +209,10 @@ def evolution(run: Run, slot: str) -> None:
     with d2:
         from attnviz.ui.sidebar import use_trained
 
-        if st.button("Use this step on the other pages", key="tr_share", on_click=use_trained, args=(run.result(frame),),
+        from attnviz.contrib.compute import run_contributions
+
+        if st.button("Use this step on the other pages", key="tr_share", on_click=use_trained,
+                     args=(run.result(frame), run_contributions(run, frame)),
                      help="Stores this frame's attention and selects 'Trained toy model' in the sidebar, so the "
                           "heatmap, entropy, rollout and head-role pages show it."):
             st.success(f"Stored {run.frame_labels[frame]} of “{run.title}”: the sidebar's model is now "

@@ -1,0 +1,75 @@
+"""The lens (the sidebar's "Show" control: attention weights, value-weighted attention or ALTI
+contributions on every view that opts in) and the Contributions page's Streamlit parts."""
+from __future__ import annotations
+
+import streamlit as st
+
+from attnviz.contrib.compute import DESCRIPTIONS, LABELS, QUANTITIES, lens
+from attnviz.errors import AttnvizError
+
+LENS = "lens"  # session key of the sidebar control (shared in the URL)
+TRAINED_CONTRIB = "training_contributions"  # Contributions of the stored toy-model frame, when known
+PAGES_WITH_LENS = "the heatmap, entropy, rollout and head-role pages"
+OPTIONS = {
+    "weights": "attention weights",
+    "value-weighted": "value-weighted (‖α f(x)‖)",
+    "ALTI": "ALTI contributions",
+}
+
+
+def control() -> None:
+    """The sidebar's lens radio."""
+    if st.session_state.get(LENS) not in QUANTITIES:
+        st.session_state[LENS] = "weights"
+    st.radio("Show", QUANTITIES, key=LENS, format_func=OPTIONS.get,
+             help="What the heatmap, grid, token focus, shaded text, entropy, rollout and head roles are "
+                  "computed from. Weights are what the softmax gives; value-weighted multiplies each weight "
+                  "by the length of the value vector it moves; ALTI measures each token's share of the layer's "
+                  "output with the residual and norm included (one map per layer).")
+
+
+def quantity() -> str:
+    q = st.session_state.get(LENS, "weights")
+    return q if q in QUANTITIES else "weights"
+
+
+def apply(result, model_key: str, text: str, pair: str | None, max_tokens: int | None, trained: bool):
+    """`result` seen through the sidebar's lens, or the weights after a plain message saying why
+    the lens cannot apply (the model's blocks are not covered, a toy frame without weights)."""
+    q = quantity()
+    if q == "weights":
+        return result
+    try:
+        if trained:
+            contrib = st.session_state.get(TRAINED_CONTRIB)
+            if contrib is None:
+                raise AttnvizError("Contributions need the model's weights at this step, and the training page "
+                                   "keeps only the final step's: pick the last frame there, or show weights.")
+            return lens(result, contrib, q)
+        from attnviz.ui.cache import lensed_result
+
+        with st.spinner(f"Computing {OPTIONS[q]} for every layer…"):
+            return lensed_result(model_key, text, pair, max_tokens, q)
+    except AttnvizError as e:
+        st.info(f"{e} Showing attention weights instead.")
+        return result
+
+
+def label(result) -> str:
+    """What one number of the result's maps is called, for colour bars and hovers."""
+    return LABELS.get(getattr(result, "quantity", "weights"), "attention weight")
+
+
+def note(result) -> None:
+    """One line saying what the page shows when it is not the weights."""
+    q = getattr(result, "quantity", "weights")
+    if q != "weights":
+        st.info(f"**Showing {OPTIONS[q]}**, not attention weights: {DESCRIPTIONS[q]}. Switch with **Show** in "
+                "the sidebar.", icon=":material/scale:")
+
+
+def weights_only_note() -> None:
+    """For pages that always show weights, when the sidebar's lens asks for something else."""
+    if quantity() != "weights":
+        st.caption(f"This page shows attention weights: the sidebar's **Show: {OPTIONS[quantity()]}** applies to "
+                   f"{PAGES_WITH_LENS}.")
