@@ -48,6 +48,34 @@ class Attribution:
         return abs(self.delta) / gap if gap > 0 else (0.0 if self.delta == 0 else math.inf)
 
 
+# Integration points: Gauss-Legendre nodes s on [0, 1], moved towards the baseline as alpha = s**WARP (weights
+# times d alpha / d s). The integral is the same; the points are not. Models that normalise with RMSNorm
+# (Llama, SmolLM2) barely depend on the scale of their embeddings, so along the straight path from zero
+# embeddings almost all of f(x) - f(0) changes within alpha < 0.001: evenly spread points miss it (18% off
+# at 32 steps on a small Llama), warped points add up within 0.1%.
+WARP = 3
+
+
+def _warped_ig():
+    from captum.attr import IntegratedGradients
+    from captum.attr._utils.approximation_methods import approximation_parameters
+
+    class WarpedIntegratedGradients(IntegratedGradients):
+        """captum's IntegratedGradients on points alpha = s**WARP (s: the method's nodes on [0, 1])."""
+
+        def _attribute(self, inputs, baselines, target=None, additional_forward_args=None, n_steps=50,
+                       method="gausslegendre", step_sizes_and_alphas=None):
+            if step_sizes_and_alphas is None:
+                sizes_of, alphas_of = approximation_parameters(method)
+                sizes, nodes = sizes_of(n_steps), alphas_of(n_steps)
+            else:  # one internal batch's share of the nodes
+                sizes, nodes = step_sizes_and_alphas
+            warped = ([w * WARP * s ** (WARP - 1) for w, s in zip(sizes, nodes)], [s ** WARP for s in nodes])
+            return super()._attribute(inputs, baselines, target, additional_forward_args, n_steps, method, warped)
+
+    return WarpedIntegratedGradients
+
+
 def check_steps(steps) -> int:
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or not MIN_STEPS <= steps <= MAX_STEPS:
         raise BadInput(f"Integrated gradients needs from {MIN_STEPS} to {MAX_STEPS} steps (it was {steps}). "
@@ -77,8 +105,8 @@ def input_x_gradient(scorer) -> Attribution:
     import torch
     from captum.attr import InputXGradient
 
-    x = scorer.embeds.clone()
     with scorer.lock, torch.inference_mode(False), torch.enable_grad():
+        x = scorer.embeds.clone().requires_grad_(True)  # our copy: the model's own tensors are never touched
         attr = InputXGradient(scorer).attribute(x)  # (1, n, d)
     per, norm = _per_token(attr)
     return Attribution("gradient x input", per, norm, scorer.value())
@@ -86,13 +114,13 @@ def input_x_gradient(scorer) -> Attribution:
 
 def integrated_gradients(scorer, steps: int = DEFAULT_STEPS, *, internal_batch_size: int | None = None,
                          report: Callable[[int, int], None] | None = None, cancel=None) -> Attribution:
-    """Integrated gradients (captum.attr.IntegratedGradients, Gauss-Legendre points) from the zero-embedding
-    baseline to the input's word embeddings. The attributions add up to f(x) - f(0) up to `delta`.
+    """Integrated gradients (captum.attr.IntegratedGradients, Gauss-Legendre points warped towards the
+    baseline, see WARP) from the zero-embedding baseline to the input's word embeddings. The attributions
+    add up to f(x) - f(0) up to `delta`.
 
     report(done, total) is called after each batch of interpolation points; a set `cancel` Event stops
     the run between batches (raises Cancelled)."""
     import torch
-    from captum.attr import IntegratedGradients
 
     steps = check_steps(steps)
     ibs = internal_batch_size or batch_size(scorer, steps)
@@ -111,7 +139,7 @@ def integrated_gradients(scorer, steps: int = DEFAULT_STEPS, *, internal_batch_s
     x = scorer.embeds.clone()
     baseline = torch.zeros_like(x)
     with scorer.lock, torch.inference_mode(False), torch.enable_grad():
-        attr, delta = IntegratedGradients(forward).attribute(
+        attr, delta = _warped_ig()(forward).attribute(
             x, baselines=baseline, n_steps=steps, internal_batch_size=ibs, return_convergence_delta=True)
     per, norm = _per_token(attr)
     return Attribution("integrated gradients", per, norm, scorer.value(), scorer.value(baseline),
