@@ -301,3 +301,19 @@ def make_scorer(loaded, enc: Encoded, target: Target, model=None, lock=None) -> 
 def check_text(text: str | None) -> None:
     if not (text or "").strip():
         raise BadInput("The text is empty. Type a sentence to see which of its tokens the output depends on.")
+
+
+def token_id_of(loaded, word: str | None) -> int | None:
+    """The id of the one token `word` is for this model (None for a blank word). A word of several
+    pieces is refused: a logit belongs to one token. Causal LMs usually want the leading space (' cat')."""
+    if word is None or not word.strip():
+        return None
+    tok = loaded.tokenizer
+    ids = tok(word, add_special_tokens=False)["input_ids"]
+    if loaded.facts.causal and len(ids) != 1 and not word.startswith(" "):
+        ids = tok(" " + word, add_special_tokens=False)["input_ids"]
+    if len(ids) != 1:
+        pieces = tok.convert_ids_to_tokens(ids)
+        raise BadInput(f"'{word}' is {len(ids)} tokens for this model ({', '.join(map(str, pieces))}); the target "
+                       "must be one token. Type one of its pieces, or leave it empty for the model's top prediction.")
+    return int(ids[0])

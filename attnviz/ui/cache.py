@@ -124,3 +124,28 @@ def get_logit_lens(model_key: str, text: str, max_tokens: int | None):
     from attnviz.logit_lens.lens import MAX_TOP_K, logit_lens
 
     return logit_lens(get_model(model_key), text, top_k=MAX_TOP_K, max_tokens=max_tokens)
+
+
+# Trust the view? (issue 13): the masked-LM head loaded beside the encoder (only for models whose config
+# names one), and the whole attribution report: read-only arrays, shared (never mutate them).
+@st.cache_resource(max_entries=2, show_spinner=False)
+def get_masked_lm(model_key: str):
+    from attnviz.attribution.targets import load_masked_lm
+
+    return load_masked_lm(get_model(model_key))
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def trust_report(model_key: str, text: str, kind: str, position: int | None, token: str | None, second: str | None,
+                 steps: int, randomise: bool, max_tokens: int | None, _report=None, _cancel=None):
+    """TrustReport of one input and target (runs in a background job: _report and _cancel are its
+    progress callback and cancel Event, left out of the key; a cancelled run is not cached)."""
+    from attnviz.attribution.faithfulness import evaluate
+    from attnviz.attribution.targets import MASKED_TOKEN, make_target, token_id_of
+    from attnviz.extract import encode
+
+    loaded = get_model(model_key)
+    mlm = get_masked_lm(model_key) if kind == MASKED_TOKEN else None
+    enc = encode(loaded, text, max_tokens=max_tokens)
+    target = make_target(loaded, enc, kind, position, token_id_of(loaded, token), second, mlm=mlm)
+    return evaluate(loaded, enc, target, steps=steps, randomise=randomise, mlm=mlm, report=_report, cancel=_cancel)
