@@ -49,6 +49,7 @@ class Contributions(LayerHeadShape):
     """Value-weighted attention, ALTI and mixing ratios of every layer of one input.
 
     value_weighted (layer, head, query, key): ||alpha f(x_j)|| per head (not normalised)
+    value_norms    (layer, head, key): ||f_h(x_j)||, the length of each token's value vector per head
     value_layer    (layer, query, key): ||u_ij||, heads summed
     with_residual  (layer, query, key): value_layer with ||u_ii + x_i|| on the diagonal
     alti           (layer, query, key): ALTI contributions, rows sum to 1
@@ -58,6 +59,7 @@ class Contributions(LayerHeadShape):
 
     _SHAPE_OF = "value_weighted"
     value_weighted: np.ndarray
+    value_norms: np.ndarray
     value_layer: np.ndarray
     with_residual: np.ndarray
     alti: np.ndarray
@@ -66,7 +68,7 @@ class Contributions(LayerHeadShape):
     rebuild_error: float = 0.0
 
     def __post_init__(self):
-        for arr in (self.value_weighted, self.value_layer, self.with_residual, self.alti, *self.mixing.values()):
+        for arr in (self.value_weighted, self.value_norms, self.value_layer, self.with_residual, self.alti, *self.mixing.values()):
             arr.flags.writeable = False
 
     @property
@@ -96,7 +98,8 @@ def layer(parts) -> dict:
     d_head = V.shape[-1]
     # f_h(x_j): (head, key, d) = values (key, head, d_head) through head h's columns of W_O
     F = torch.bmm(V.permute(1, 0, 2), W.view(d, H, d_head).permute(1, 2, 0))
-    vw_head = A * torch.linalg.vector_norm(F, dim=-1)[:, None, :]  # (head, q, k)
+    fnorm = torch.linalg.vector_norm(F, dim=-1)  # (head, key)
+    vw_head = A * fnorm[:, None, :]  # (head, q, k)
 
     received = torch.bmm(A, F).sum(dim=0)  # sum_j u_ij: (q, d)
     diag = torch.diagonal(A, dim1=1, dim2=2)  # (head, n): alpha^h_ii
@@ -166,7 +169,7 @@ def layer(parts) -> dict:
     alti = alti / alti.sum(dim=-1, keepdim=True).clamp_min(1e-30)
     with_res = vw_layer.clone()
     with_res[torch.arange(n), torch.arange(n)] = torch.linalg.vector_norm(kept, dim=-1)
-    return dict(value_weighted=vw_head.numpy(), value_layer=vw_layer.numpy(), with_residual=with_res.numpy(),
+    return dict(value_weighted=vw_head.numpy(), value_norms=fnorm.numpy(), value_layer=vw_layer.numpy(), with_residual=with_res.numpy(),
                 alti=alti.numpy(), mixing={k: v.numpy() for k, v in mixing.items()}, post_norm=post, error=error)
 
 
@@ -179,6 +182,7 @@ def decompose(layers) -> Contributions:
     names = per[0]["mixing"].keys()
     return Contributions(
         value_weighted=np.stack([p["value_weighted"] for p in per]).astype(np.float32),
+        value_norms=np.stack([p["value_norms"] for p in per]).astype(np.float32),
         value_layer=np.stack([p["value_layer"] for p in per]).astype(np.float32),
         with_residual=np.stack([p["with_residual"] for p in per]).astype(np.float32),
         alti=np.stack([p["alti"] for p in per]).astype(np.float32),
