@@ -96,3 +96,15 @@ def sidebar_contributions(result):
     except AttnvizError as e:
         st.info(f"{e}")
         return None
+
+
+def model_and_contributions(model_key: str, text: str):
+    """(AttentionResult, Contributions) of a packaged model on a text, or (None, None) after a plain message."""
+    from attnviz.ui.cache import get_contributions, get_result
+
+    try:
+        with st.spinner(f"Running {model_key} and working out what every block moves…"):
+            return get_result(model_key, text, None, None), get_contributions(model_key, text, None, None)
+    except AttnvizError as e:
+        st.warning(str(e))
+        return None, None
