@@ -1,0 +1,216 @@
+"""Widgets of the trust page: the target and its settings, Run / Cancel as a background job, and the
+report's figures with the verdict on top."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from attnviz.attribution import figures as af
+from attnviz.attribution import targets as tg
+from attnviz.attribution.faithfulness import AOPC_BINS, corr_text
+from attnviz.attribution.gradients import DEFAULT_STEPS, MAX_STEPS, MIN_STEPS, check_steps
+from attnviz.errors import AttnvizError
+from attnviz.extract import encode
+from attnviz.metrics.flow import MAX_FLOW_TOKENS
+from attnviz.ui import jobs
+from attnviz.ui.cache import get_model, trust_report
+from attnviz.ui.figure import figure_beside, show_figure
+from attnviz.ui.heads import token_picker
+from attnviz.ui.share import bind
+
+JOB = "tr_job"  # session key of the running report
+DONE = "tr_done"  # session key: {settings: TrustReport} of the reports this session has seen
+URL_KEYS = {"tr_kind": str, "tr_pos": int, "tr_token": str, "tr_second": str, "tr_steps": int, "tr_random": bool}
+DEFAULT_SECOND = "A dog slept on the rug because it was exhausted."
+s = st.session_state
+
+
+@dataclass(frozen=True)
+class Settings:
+    """One report's key: everything the numbers depend on."""
+
+    model_key: str
+    text: str
+    kind: str
+    position: int | None
+    token: str | None
+    second: str | None
+    steps: int
+    randomise: bool
+    max_tokens: int | None = None
+
+    def report(self, report=None, cancel=None):
+        return trust_report(self.model_key, self.text, self.kind, self.position, self.token, self.second,
+                            self.steps, self.randomise, self.max_tokens, _report=report, _cancel=cancel)
+
+
+def _default_position(kind: str, enc) -> int:
+    content = np.flatnonzero(~np.asarray(enc.special))
+    if kind == tg.NEXT_TOKEN:
+        return len(enc.ids) - 1  # the prediction after the whole text
+    return int(content[min(1, len(content) - 1)]) if len(content) else 0
+
+
+def controls(model_key: str, text: str, pair: str | None) -> Settings | None:
+    """The target (only the kinds this model has), its position or second sentence, the steps; None after a
+    plain message when the text or model cannot be used."""
+    bind(URL_KEYS)
+    loaded = get_model(model_key)
+    kinds = tg.supported_kinds(loaded)
+    if not kinds:
+        st.info(f"Attributions here support encoders and causal decoders; {model_key} is an "
+                f"{loaded.facts.kind}. Pick another model in the sidebar.")
+        return None
+    try:
+        enc = encode(loaded, text)
+    except AttnvizError as e:
+        st.warning(str(e))
+        return None
+    if s.get("tr_kind") not in kinds:
+        s["tr_kind"] = kinds[0]
+    steps = s.get("tr_steps", DEFAULT_STEPS)
+    try:
+        check_steps(steps)
+    except AttnvizError as e:  # a hand-edited link: say so and use the default
+        st.warning(f"{e} Using {DEFAULT_STEPS}.")
+        s["tr_steps"] = DEFAULT_STEPS
+    s.setdefault("tr_steps", DEFAULT_STEPS)
+    s.setdefault("tr_random", True)
+    s.setdefault("tr_second", pair or DEFAULT_SECOND)
+    busy = jobs.running(JOB)
+    c1, c2, c3 = st.columns([3, 3, 2])
+    kind = c1.selectbox("Output to explain", kinds, key="tr_kind", format_func=tg.KIND_LABELS.get, disabled=busy,
+                        help="One number the model computes from this text. Every method below is asked which "
+                             "input tokens that number depends on. Only the outputs this model has are offered.")
+    position = token = second = None
+    if kind in tg.POSITIONAL:
+        pos = s.get("tr_pos")
+        bad = not isinstance(pos, int) or not 0 <= pos < len(enc.ids) or (kind != tg.NEXT_TOKEN and enc.special[pos])
+        if bad:
+            s["tr_pos"] = _default_position(kind, enc)
+        what = {tg.NEXT_TOKEN: "Predict the token after", tg.MASKED_TOKEN: "Token to mask and predict",
+                tg.SIMILARITY_MASKED: "Token to mask in the copy"}[kind]
+        position = token_picker(enc.tokens, "tr_pos", label=what, container=c2,
+                                help="The position the output is read at. For the next token, later positions "
+                                     "cannot matter (the model is causal) and are never removed.")
+        if kind != tg.NEXT_TOKEN and enc.special[position]:
+            c2.caption("Special tokens cannot be masked: pick a word.")
+    else:
+        second = c2.text_input("Second sentence", key="tr_second", disabled=busy,
+                               help="The output is the cosine similarity between the two sentence embeddings "
+                                    "(mean of the last hidden states over the tokens, as sentence-transformers "
+                                    "pools). The methods explain the first sentence's tokens.")
+    if kind in (tg.NEXT_TOKEN, tg.MASKED_TOKEN):
+        token = c3.text_input("Explain the logit of", key="tr_token", placeholder="top prediction", disabled=busy,
+                              help="Leave empty for the model's own top prediction there, or type one token.") or None
+    else:
+        c3.write("")
+    c4, c5 = st.columns([3, 5])
+    steps = c4.number_input("Integrated-gradients steps", min_value=MIN_STEPS, max_value=MAX_STEPS, step=8,
+                            key="tr_steps", disabled=busy,
+                            help=f"Points on the path from the zero baseline to the input ({MIN_STEPS}-{MAX_STEPS}). "
+                                 "Each is one forward and one backward pass: the cost grows linearly with the steps. "
+                                 f"{DEFAULT_STEPS} usually adds up within 1%.")
+    randomise = c5.toggle("Model-randomisation check (about doubles the time)", key="tr_random", disabled=busy,
+                          help="Recompute every method on a copy of the model whose transformer blocks are "
+                               "re-initialised at random (Adebayo et al. 2018).")
+    n = len(enc.ids)
+    if n > MAX_FLOW_TOKENS:
+        st.caption(f"This input has {n} tokens: attention flow runs up to {MAX_FLOW_TOKENS} tokens, so it is skipped "
+                   "(rollout, gradients and the rest work at any length).")
+    return Settings(model_key, text, kind, position, (token or "").strip() or None,
+                    (second or "").strip() or None, int(steps), bool(randomise))
+
+
+def _start(settings: Settings) -> None:
+    jobs.start(JOB, lambda report, cancel: settings.report(report, cancel), "attributions", tag=settings,
+               settings=settings)
+
+
+def _collect(job: jobs.Job) -> None:
+    if job.result is not None:
+        done = dict(s.get(DONE, {}))
+        done[job.data["settings"]] = job.result
+        s[DONE] = dict(list(done.items())[-4:])  # the last few only: a report holds the scores twice
+
+
+def _draw(job: jobs.Job) -> None:
+    state = f" ({jobs.WAITING}: another job is running)" if job.message == jobs.WAITING else ""
+    jobs.progress(job, f"{'Cancelling' if job.cancelled else 'Running'}: {job.message}{state} · {job.elapsed:.0f} s")
+
+
+def run_controls(settings: Settings) -> None:
+    """Run and Cancel, then the job's progress while it runs."""
+    busy = jobs.running(JOB)
+    b = st.columns([1, 1, 5])
+    b[0].button("▶ Run", key="tr_run", type="primary", disabled=busy, on_click=_start, args=(settings,))
+    b[1].button("■ Cancel", key="tr_cancel", disabled=not busy, on_click=jobs.cancel, args=(JOB,))
+    b[2].caption("Runs in the background with progress; the first run on a text takes from a few seconds "
+                 "(short text, MiniLM) to minutes (512 tokens, SmolLM2).")
+    jobs.watch(JOB, _draw, on_done=_collect)
+    job = jobs.current(JOB)
+    if job is not None and job.done and job.error and job.data["settings"] == settings:
+        st.warning(job.error)
+
+
+def current_report(settings: Settings):
+    """The report for these settings if this session computed it, else None."""
+    return s.get(DONE, {}).get(settings)
+
+
+def headline(report) -> None:
+    st.success(report.verdict, icon=":material/fact_check:")
+    m = st.columns(4)
+    m[0].metric("Output f(x)", f"{report.f_input:.4g}", help=report.target.label)
+    if report.ig is not None:
+        err = report.ig.completeness_error
+        m[1].metric("IG adds up to f(x) − f(0) within", f"{100 * err:.2g}%" if err is not None else "—",
+                    help=f"Sum of the integrated-gradients scores minus (f(x) − f(baseline)) = {report.ig.delta:.3g} "
+                         f"with {report.ig_steps} steps; f(baseline) = {report.ig.f_baseline:.4g}.")
+    m[2].metric("Removable tokens", f"{int(report.candidates.sum())} of {len(report.tokens)}")
+    m[3].metric("Time", f"{report.seconds:.1f} s")
+    st.caption(f"Explained: **{report.target.label}**.")
+    for name, why in report.skipped.items():
+        st.info(f"**{name}** skipped: {why}.")
+
+
+def scores_figure(report):
+    return af.methods_heatmap(report.scores, report.tokens, title="Each method's token scores (row scaled to its max)",
+                              candidates=report.candidates)
+
+
+def spearman_figure(report):
+    names, mat = report.spearman
+    return af.spearman_heatmap(names, mat, title="Rank agreement over the removable tokens")
+
+
+def faithfulness_table(report) -> pd.DataFrame:
+    return pd.DataFrame([{"method": k, "comprehensiveness ↑": round(c.comprehensiveness, 4),
+                          "sufficiency ↓": round(c.sufficiency, 4)} for k, c in report.curves.items()])
+
+
+def curves(report, ytitle: str) -> None:
+    left, right = st.columns(2)
+    with left:
+        show_figure(af.perturbation_curves(report.curves, "deletion", ytitle=ytitle), key="tr_deletion")
+    with right:
+        show_figure(af.perturbation_curves(report.curves, "insertion", ytitle=ytitle), key="tr_insertion")
+    st.dataframe(faithfulness_table(report), hide_index=True, width="stretch")
+    st.caption("Means over DeYoung et al.'s bins: the top " + ", ".join(f"{100 * b:g}" for b in AOPC_BINS)
+               + "% of the removable tokens (at least one token each). Comprehensiveness = f(x) − f(x without them): "
+                 "higher is better. Sufficiency = f(x) − f(only them): lower is better.")
+
+
+def randomisation(report):
+    """The randomisation bars, or None when the check was off."""
+    if report.randomised is None:
+        return None
+    return af.randomisation_bars(report.randomised, title="Trained vs randomised model: how much each method changes")
+
+
+def randomisation_words(report) -> str:
+    r = report.randomised or {}
+    return "; ".join(f"{k}: {corr_text(v)}" for k, v in r.items())
