@@ -10,7 +10,7 @@ from attnviz.ui.heads import head_picker, token_picker
 from attnviz.ui.page import stop as stop_page
 from attnviz.ui.present import page_intro
 from attnviz.ui.share import bind
-from attnviz.ui.sidebar import require_result
+from attnviz.ui.sidebar import current_contributions, require_result
 
 page_intro("What attention moves",
     "An attention weight α says how much of token j's **value vector** f(x_j) = (x_j W_V + b_V) W_O token i "
@@ -23,7 +23,7 @@ page_intro("What attention moves",
     "puts these quantities on the heatmap, entropy, rollout and head-role pages.")
 
 result = require_result()
-c = cui.sidebar_contributions(result)
+c = current_contributions()
 if c is None:
     stop_page()
 if c.seq_len != result.seq_len:

@@ -20,7 +20,7 @@ from attnviz.types import AttentionResult
 
 QUANTITIES = ("weights", "value-weighted", "ALTI")
 LABELS = {  # what a colour bar or hover calls the number
-    "weights": "attention weight",
+    "weights": "weight",
     "value-weighted": "value-weighted share",
     "ALTI": "ALTI contribution",
 }

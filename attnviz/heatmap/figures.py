@@ -81,8 +81,8 @@ def focus_figure(layer_attention: np.ndarray, token: int, tokens, *, direction: 
     values = a[:, token, :] if direction == "out" else a[:, :, token]
     head_labels = [f"head {h}" + (" ✂" if h in ablated_heads else "") for h in range(n_heads)]
     label = tokens[token]
-    what = (f"what {label!r} attends to (its row)" if direction == "out"
-            else f"what attends to {label!r} (its column)")
+    heading = (f"what {label!r} attends to (its row)" if direction == "out"
+               else f"what attends to {label!r} (its column)")
     hover = (f"head %{{y}}<br>key %{{x}}: %{{customdata}}<br>{what} %{{z:{WEIGHT_FORMAT}}}<extra></extra>"
              if direction == "out" else
              f"head %{{y}}<br>query %{{x}}: %{{customdata}}<br>{what} %{{z:{WEIGHT_FORMAT}}}<extra></extra>")
@@ -91,14 +91,14 @@ def focus_figure(layer_attention: np.ndarray, token: int, tokens, *, direction: 
                                zmin=0, customdata=custom, hovertemplate=hover,
                                colorbar=dict(title=what, **NO_SI)))
     fig.update_layout(
-        title=what, height=int(max(260, 26 * n_heads + 140)), margin=dict(l=10, r=10, t=40, b=10),
+        title=heading, height=int(max(260, 26 * n_heads + 140)), margin=dict(l=10, r=10, t=40, b=10),
         xaxis=dict(title="key" if direction == "out" else "query", tickangle=-60, automargin=True,
                    **token_ticks(tokens)),
         yaxis=dict(tickmode="array", tickvals=list(range(n_heads)), ticktext=head_labels, autorange="reversed",
                    automargin=True),
     )
     attach_numbers(fig, lambda: matrix_csv(values, head_labels, [f"{i}:{t}" for i, t in enumerate(tokens)],
-                                           what).replace("rows: query, columns: key",
+                                           heading).replace("rows: query, columns: key",
                                                          "rows: head, columns: " + ("key" if direction == "out" else "query")))
     return fig
 

@@ -75,29 +75,6 @@ def weights_only_note() -> None:
                    f"{PAGES_WITH_LENS}.")
 
 
-def sidebar_contributions(result):
-    """Contributions of the sidebar's model and text (the toy model's stored ones), or None after a
-    plain message saying why there are none."""
-    from attnviz.ui.metrics import sidebar_inputs
-    from attnviz.ui.sidebar import using_trained
-
-    if using_trained():
-        c = st.session_state.get(TRAINED_CONTRIB)
-        if c is None:
-            st.info("Contributions need the toy model's weights at the stored step, and a training run keeps only "
-                    "its final weights: store the last frame on the Training page.")
-        return c
-    from attnviz.ui.cache import get_contributions
-
-    key, text, pair = sidebar_inputs()
-    try:
-        with st.spinner("Working out what every block moves…"):
-            return get_contributions(key, text, pair, None)
-    except AttnvizError as e:
-        st.info(f"{e}")
-        return None
-
-
 def model_and_contributions(model_key: str, text: str):
     """(AttentionResult, Contributions) of a packaged model on a text, or (None, None) after a plain message."""
     from attnviz.ui.cache import get_contributions, get_result

@@ -149,3 +149,26 @@ def require_result(max_tokens: int | None = None, lens: bool = False):
     if result is None:
         stop_page()
     return result
+
+
+def current_contributions():
+    """Contributions of the sidebar's model and text (the toy model's stored ones), or None after a
+    plain message saying why there are none."""
+    from attnviz.ui.contrib import TRAINED_CONTRIB
+
+    if using_trained():
+        c = st.session_state.get(TRAINED_CONTRIB)
+        if c is None:
+            st.info("Contributions need the toy model's weights at the stored step, and a training run keeps only "
+                    "its final weights: store the last frame on the Training page.")
+        return c
+    from attnviz.ui.cache import get_contributions
+
+    key, text = model_key(), st.session_state.get("text", "")
+    pair = (st.session_state.get("text_pair") or None) if st.session_state.get("use_pair") else None
+    try:
+        with st.spinner("Working out what every block moves…"):
+            return get_contributions(key, text, pair, None)
+    except AttnvizError as e:
+        st.info(str(e))
+        return None

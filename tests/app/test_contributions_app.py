@@ -1,0 +1,108 @@
+"""AppTest: the lens (sidebar Show) changes what the views draw, and the Contributions and lesson pages
+show numbers computed from the model."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.app.apptest import open_page
+from tests.figures import decode as as_array
+
+TEXT = "The cat sat on the mat because it was tired."
+
+
+def _figure(at, key_part: str):
+    import json
+
+    for chart in at.get("plotly_chart"):
+        spec = json.loads(chart.proto.spec)
+        if key_part in (chart.proto.id or "") or key_part in json.dumps(spec.get("layout", {}).get("title", "")):
+            return spec
+    raise AssertionError(f"no figure {key_part!r}")
+
+
+def _focus_z(at):
+    spec = _figure(at, "what")  # the token focus figure's title says what the token attends to
+    return as_array(spec["data"][0]["z"]).astype(float), spec["data"][0]["colorbar"]["title"]["text"]
+
+
+@pytest.mark.parametrize("quantity,label", [("value-weighted", "value-weighted share"), ("ALTI", "ALTI contribution")])
+def test_lens_recolours_the_heatmap_page_and_labels_it(quantity, label):
+    plain = open_page("app_pages/heatmap.py", text=TEXT)
+    lensed = open_page("app_pages/heatmap.py", text=TEXT, lens=quantity)
+    z0, t0 = _focus_z(plain)
+    z1, t1 = _focus_z(lensed)
+    assert t0 == "weight" and t1 == label
+    assert any(f"Showing" in i.value and "not attention weights" in i.value for i in lensed.info)
+    if quantity == "ALTI":
+        assert z1.shape[0] == 1  # one map per layer: heads summed
+    else:
+        assert z1.shape == z0.shape and not np.allclose(z0, z1, atol=1e-3)
+    np.testing.assert_allclose(z1.sum(axis=-1), 1.0, atol=1e-3)  # rows of shares still sum to 1
+    assert any(label in m.label for m in lensed.metric)
+
+
+def test_lens_reaches_entropy_and_rollout():
+    for page in ("app_pages/entropy.py", "app_pages/rollout.py", "app_pages/head_roles.py"):
+        at = open_page(page, text=TEXT, lens="ALTI")
+        assert any("ALTI" in i.value for i in at.info), page
+    a = open_page("app_pages/entropy.py", text=TEXT)
+    b = open_page("app_pages/entropy.py", text=TEXT, lens="value-weighted")
+    za = as_array(_figure(a, "entropy")["data"][0]["z"]).astype(float)
+    zb = as_array(_figure(b, "entropy")["data"][0]["z"]).astype(float)
+    assert za.shape == zb.shape and not np.allclose(za, zb, atol=1e-3)
+
+
+def test_weights_only_pages_say_the_lens_does_not_apply():
+    at = open_page("app_pages/query_key.py", text=TEXT, lens="ALTI")
+    assert any("This page shows attention weights" in c.value for c in at.caption)
+
+
+def test_lens_on_an_uncovered_model_falls_back_with_a_plain_message(monkeypatch):
+    from attnviz.contrib import parts
+
+    monkeypatch.setattr(parts, "FAMILIES", {})  # no family covered: as for a GPT-2 model
+    at = open_page("app_pages/heatmap.py", text="A different sentence for an uncached run.", lens="ALTI")
+    assert any("Showing attention weights instead" in i.value for i in at.info)
+    assert not at.exception
+
+
+def test_contributions_page_numbers_come_from_the_model(minilm):
+    from attnviz.contrib.compute import contributions
+
+    at = open_page("app_pages/contributions.py", text=TEXT)
+    metrics = {m.label: m.value for m in at.metric}
+    c = contributions(minilm, TEXT)
+    import attnviz.extract as ex
+
+    special = np.asarray(ex.extract(minilm, TEXT).special_mask, dtype=bool)
+    means = c.mean_mixing(~special)
+    assert metrics["Mixing · weights"] == f"{means['weights']:.0%}"
+    assert metrics["Mixing · + residual + LayerNorm"] == f"{means['+ residual + LayerNorm']:.0%}"
+    assert means["weights"] > means["value-weighted"] > means["+ residual"]
+    # the toggle changes the average
+    at.toggle(key="ct_words").set_value(False).run()
+    metrics_all = {m.label: m.value for m in at.metric}
+    assert metrics_all["Mixing · weights"] == f"{c.mean_mixing()['weights']:.0%}"
+    # another output token changes the sources figure
+    before = as_array(_figure(at, "Layer")["data"][0]["y"])
+    at.selectbox(key="ct_query_label").set_value(at.selectbox(key="ct_query_label").options[4]).run()
+    after = as_array(_figure(at, "Layer")["data"][0]["y"])
+    assert not np.allclose(before, after)
+
+
+def test_lesson_page_reports_the_stripe(minilm):
+    from attnviz.contrib import summary
+    from attnviz.contrib.compute import contributions
+    from attnviz.examples import examples
+    from attnviz.extract import extract
+
+    at = open_page("app_pages/lab_explanation.py")
+    text = examples()[0][0]
+    r, c = extract(minilm, text), contributions(minilm, text)
+    w, v = summary.stripe(r.attention, c, 0)
+    l, h = np.unravel_index(int(np.argmax(w)), w.shape)
+    body = " ".join(m.value for m in at.markdown)
+    assert f"layer {l}, head {h}" in body and f"{w[l, h]:.0%}" in body and f"{v[l, h]:.0%}" in body
+    assert v[l, h] < 0.5 * w[l, h]  # the stripe carries far less than its weight
+    assert at.title[0].value.startswith("9 ·")
