@@ -19,7 +19,7 @@ MAX_WINDOW = 64
 # Cell texts (the top-1 token) are drawn only up to this many columns: wider, they would not fit.
 TEXT_MAX_COLUMNS = 40
 TEXT_CHARS = 6  # characters of a cell's token before it is cut with "…"
-ROW_PX = 19  # height of one layer row in the table
+ROW_PX = 16  # height of one layer row in the table (31 rows of SmolLM2 fit one 800 px screen)
 Y_TITLE = "layer (0 = embeddings, at the bottom)"
 
 
@@ -108,13 +108,18 @@ def position_lines(lens: LogitLens, position: int, log: bool = False) -> go.Figu
     i = min(max(int(position), 0), lens.seq_len - 1)
     layers = np.arange(lens.n_states)
     final = lens.top_labels[-1, i, 0]
+
+    def prob(values):  # on a log axis a probability that underflowed to 0 is a gap, not a plunge to -inf
+        values = values.astype(float)
+        return np.where(values > 0, values, np.nan) if log else values
+
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08, row_heights=[0.62, 0.38])
-    fig.add_trace(go.Scatter(x=layers, y=lens.p_final[:, i].astype(float), mode="lines+markers",
+    fig.add_trace(go.Scatter(x=layers, y=prob(lens.p_final[:, i]), mode="lines+markers",
                              name=f"final prediction {_quote(final)}",
                              hovertemplate="layer %{x}: p = %{y:.4g}<extra>final prediction</extra>"), 1, 1)
     if i + 1 < lens.seq_len:
         nxt = lens.tokens[i + 1]
-        fig.add_trace(go.Scatter(x=layers, y=lens.p_next[:, i].astype(float), mode="lines+markers",
+        fig.add_trace(go.Scatter(x=layers, y=prob(lens.p_next[:, i]), mode="lines+markers",
                                  name=f"next token in the text {_quote(nxt)}", line=dict(dash="dash"),
                                  hovertemplate="layer %{x}: p = %{y:.4g}<extra>next token in the text</extra>"), 1, 1)
     fig.add_trace(go.Scatter(x=layers, y=lens.kl[:, i].astype(float), mode="lines+markers", showlegend=True,
@@ -122,13 +127,14 @@ def position_lines(lens: LogitLens, position: int, log: bool = False) -> go.Figu
                              hovertemplate="layer %{x}: KL = %{y:.4g} nats<extra></extra>"), 2, 1)
     fig.update_layout(
         title=f"Position {i}: {_quote(lens.tokens[i])}, layer by layer",
-        height=480, margin=dict(l=70, r=20, t=60, b=60), hovermode="x unified",
-        legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0),
+        height=480, margin=dict(l=70, r=20, t=80, b=60), hovermode="x unified",
+        legend=dict(orientation="h", yanchor="bottom", y=1.03, xanchor="left", x=0),
     )
     fig.update_yaxes(title_text="probability (log)" if log else "probability", row=1, col=1,
                      **(dict(type="log") if log else dict(range=[0, 1.02])))
     fig.update_yaxes(title_text="KL (nats)", rangemode="tozero", row=2, col=1)
-    fig.update_xaxes(tickmode="array", tickvals=layers.tolist(), ticktext=[_state_label(s) for s in layers],
-                     showgrid=False)
+    step = 1 if lens.n_states <= 16 else 5  # every layer is a point; labels every 5th on deep models
+    ticks = layers[::step].tolist()
+    fig.update_xaxes(tickmode="array", tickvals=ticks, ticktext=[_state_label(s) for s in ticks], showgrid=False)
     fig.update_xaxes(title_text="layer (0 = embeddings)", row=2, col=1)
     return fig
