@@ -16,6 +16,8 @@ FIGURE_MODULES = [
     "attnviz.bench.analysis",  # analysis_ratio_512
     "attnviz.bench.complexity",  # naive_attention_slope
     "attnviz.bench.training",  # reverse_*
+    "attnviz.bench.attribution",  # ig_seconds_128
+    "attnviz.bench.contrib",  # contrib_ratio_512, contrib_total_ratio_512
 ]
 
 
