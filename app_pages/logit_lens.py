@@ -2,6 +2,7 @@
 import streamlit as st
 
 from attnviz.logit_lens.figures import DEFAULT_WINDOW, lens_heatmap, position_lines
+from attnviz.logit_lens.lens import MAX_TOP_K
 from attnviz.ui import logit_lens as ll
 from attnviz.ui.figure import figure_beside, show_figure
 from attnviz.ui.heads import token_picker
@@ -17,22 +18,17 @@ page_intro("Logit lens",
     "against every token of the vocabulary), then a softmax. Row by row you see the guess form.")
 
 bind(ll.KEYS)
-lens = ll.lens_of_sidebar()
-n, n_states = lens.seq_len, lens.n_states
-final = lens.top_labels[-1, :, 0]
+key, text, max_tokens, tokens = ll.causal_of_sidebar()
+n = len(tokens)
 
 st.subheader("Every layer's guess")
 c1, c2 = st.columns([3, 1])
 start, stop = ll.window_start(n, DEFAULT_WINDOW, container=c1)
-k = ll.top_k_slider(lens.top_k, container=c2)
+k = ll.top_k_slider(MAX_TOP_K, container=c2)
 if n > DEFAULT_WINDOW:
     st.caption(f"Showing positions **{start}–{stop - 1}** of {n} ({DEFAULT_WINDOW} at a time, so the page stays "
-               "light); move *First position shown* to see the others.")
-show_figure(lens_heatmap(lens, start, DEFAULT_WINDOW, top_k=k), key="ll_table")
-st.caption(f"Rows are the {n_states} states of the residual stream, the embeddings (layer 0) at the bottom and "
-           f"the model's own output (layer {n_states - 1}) at the top. Each column is an input token; its cells "
-           "show what each layer would predict **after** that token, coloured by the probability of that top "
-           f"guess. Hover a cell for its {k} most likely tokens and their exact probabilities.")
+               "light and only the shown positions are read); move *First position shown* to see the others.")
+table = st.container()  # filled once the position below is chosen: one lens run reads both
 (st.expander("Reading it with care", icon=":material/info:") if presenting() else st.container()).markdown(
     "The early rows are **not** what the model \"thinks\" at that depth. The final norm and unembedding were "
     "trained for the last layer's stream only; earlier streams live in a slightly different basis, so the "
@@ -44,18 +40,26 @@ st.caption(f"Rows are the {n_states} states of the residual stream, the embeddin
 
 st.subheader("One position, layer by layer")
 p1, p2 = st.columns([3, 1])
-pos = token_picker(lens.tokens, ll.POSITION, label="Position", default=n - 1, container=p1,
+pos = token_picker(tokens, ll.POSITION, label="Position", default=n - 1, container=p1,
                    help="The input token whose next-token guesses are followed through the layers.")
 log = p2.toggle("Log scale", key=ll.LOG, help="Probabilities on a log axis: small early-layer values become visible.")
-first, settled = int(lens.first_top1()[pos]), int(lens.settled_from()[pos])
+lens = ll.lens_at(key, text, max_tokens, [*range(start, stop), pos])
+n_states, j = lens.n_states, lens.index(pos)
+with table:
+    show_figure(lens_heatmap(lens, start, DEFAULT_WINDOW, top_k=k), key="ll_table")
+    st.caption(f"Rows are the {n_states} states of the residual stream, the embeddings (layer 0) at the bottom "
+               f"and the model's own output (layer {n_states - 1}) at the top. Each column is an input token; its "
+               "cells show what each layer would predict **after** that token, coloured by the probability of "
+               f"that top guess. Hover a cell for its {k} most likely tokens and their exact probabilities.")
+first, settled = int(lens.first_top1()[j]), int(lens.settled_from()[j])
 right = figure_beside(position_lines(lens, pos, log=log), key="ll_lines")
 with right:
-    nxt = lens.tokens[pos + 1] if pos + 1 < n else None
+    nxt = tokens[pos + 1] if pos + 1 < n else None
     st.markdown(
-        f"After **{lens.tokens[pos]}** (position {pos}) the model predicts **{final[pos]}** with probability "
-        f"{lens.top_probs[-1, pos, 0]:.3g}. It is the lens's top guess from layer **{first}** on"
+        f"After **{tokens[pos]}** (position {pos}) the model predicts **{lens.top_labels[-1, j, 0]}** with "
+        f"probability {lens.top_probs[-1, j, 0]:.3g}. It is the lens's top guess from layer **{first}** on"
         + (f", and stays on top from layer **{settled}**." if settled != first else ".")
-        + (f" The text goes on with **{nxt}**, which the output gives {lens.p_next[-1, pos]:.3g}."
+        + (f" The text goes on with **{nxt}**, which the output gives {lens.p_next[-1, j]:.3g}."
            if nxt is not None else " This is the last token: the text does not say what comes next."))
     st.markdown(
         "The solid line is the probability each layer gives to the model's final prediction; the dashed one, "

@@ -16,8 +16,10 @@ from attnviz.plotting import NO_SI, attach_numbers
 # Positions shown at once in the table: 31 states x 32 positions x the top-5 hover stays ~200 KB.
 DEFAULT_WINDOW = 32
 MAX_WINDOW = 64
-# Cell texts (the top-1 token) are drawn only up to this many columns: wider, they would not fit.
-TEXT_MAX_COLUMNS = 40
+# Cell texts (the top-1 token) get the characters that fit a cell of a PLOT_PX-wide table (the
+# plot area on a 1280 px screen with the sidebar open), at most TEXT_CHARS, and none below 3.
+PLOT_PX = 620
+CHAR_PX = 6.2  # average width of a 10 px character
 TEXT_CHARS = 6  # characters of a cell's token before it is cut with "…"
 ROW_PX = 16  # height of one layer row in the table (31 rows of SmolLM2 fit one 800 px screen)
 Y_TITLE = "layer (0 = embeddings, at the bottom)"
@@ -48,11 +50,13 @@ def _quote(label: str) -> str:
 
 
 def _hover(lens: LogitLens, s: int, i: int, k: int) -> str:
+    """Hover text of state s at position i (the lens read position i)."""
+    j = lens.index(i)
     nxt = lens.tokens[i + 1] if i + 1 < lens.seq_len else None
     lines = [f"<b>{'embeddings (layer 0)' if s == 0 else f'layer {s}'}</b>, position {i}: {_quote(lens.tokens[i])}",
              f"next in the text: {_quote(nxt)}" if nxt is not None else "end of the text"]
     for r in range(k):
-        lines.append(f"{r + 1}. {_quote(lens.top_labels[s, i, r])}  {lens.top_probs[s, i, r]:.4g}")
+        lines.append(f"{r + 1}. {_quote(lens.top_labels[s, j, r])}  {lens.top_probs[s, j, r]:.4g}")
     return "<br>".join(lines)
 
 
@@ -63,9 +67,9 @@ def lens_csv(lens: LogitLens, start: int, stop: int, k: int) -> str:
     w.writerow(["layer", "position", "input token", "next token in text", "rank", "predicted token", "probability"])
     for s in range(lens.n_states):
         for i in range(start, stop):
-            nxt = lens.tokens[i + 1] if i + 1 < lens.seq_len else ""
+            nxt, j = (lens.tokens[i + 1] if i + 1 < lens.seq_len else ""), lens.index(i)
             for r in range(k):
-                w.writerow([s, i, lens.tokens[i], nxt, r + 1, lens.top_labels[s, i, r], f"{lens.top_probs[s, i, r]:.6g}"])
+                w.writerow([s, i, lens.tokens[i], nxt, r + 1, lens.top_labels[s, j, r], f"{lens.top_probs[s, j, r]:.6g}"])
     return out.getvalue()
 
 
@@ -73,19 +77,22 @@ def lens_heatmap(lens: LogitLens, start: int | None = None, width: int = DEFAULT
                  colorscale: str = "Viridis") -> go.Figure:
     """Layers x positions table of the window [start, start + width): colour = the top-1
     probability, cell text = the top-1 token (when columns are wide enough), hover = the top_k
-    guesses with their probabilities. Layer 0 (the embeddings) is the bottom row."""
+    guesses with their probabilities. Layer 0 (the embeddings) is the bottom row. The lens must
+    have read every position of the window."""
     start, stop = window(lens.seq_len, start, width)
     k = max(1, min(int(top_k), lens.top_k))
     pos = np.arange(start, stop)
     n_states, w = lens.n_states, len(pos)
-    z = lens.top_probs[:, start:stop, 0].astype(float)  # (S, w)
+    cols = [lens.index(i) for i in pos]
+    z = lens.top_probs[:, cols, 0].astype(float)  # (S, w)
     hover = [[_hover(lens, s, i, k) for i in pos] for s in range(n_states)]
-    show_text = w <= TEXT_MAX_COLUMNS
+    chars = min(TEXT_CHARS, int(PLOT_PX / w / CHAR_PX))  # what fits in a cell at 10 px
+    show_text = chars >= 3
     trace = dict(z=z, x=pos, y=np.arange(n_states), zmin=0.0, zmax=1.0, colorscale=colorscale,
                  colorbar=dict(title="top-1<br>probability", **NO_SI), hovertext=hover,
                  hovertemplate="%{hovertext}<extra></extra>", xgap=1, ygap=1)
     if show_text:
-        trace.update(text=[[short(lens.top_labels[s, i, 0]) for i in pos] for s in range(n_states)],
+        trace.update(text=[[short(lens.top_labels[s, j, 0], chars) for j in cols] for s in range(n_states)],
                      texttemplate="%{text}", textfont=dict(size=10))
     fig = go.Figure(go.Heatmap(**trace))
     fig.update_layout(
@@ -106,23 +113,24 @@ def position_lines(lens: LogitLens, position: int, log: bool = False) -> go.Figu
     """One position, layer by layer: the probability of the model's final prediction and of the
     text's actual next token (top), and KL(final || layer) in nats (bottom)."""
     i = min(max(int(position), 0), lens.seq_len - 1)
+    j = lens.index(i)
     layers = np.arange(lens.n_states)
-    final = lens.top_labels[-1, i, 0]
+    final = lens.top_labels[-1, j, 0]
 
     def prob(values):  # on a log axis a probability that underflowed to 0 is a gap, not a plunge to -inf
         values = values.astype(float)
         return np.where(values > 0, values, np.nan) if log else values
 
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08, row_heights=[0.62, 0.38])
-    fig.add_trace(go.Scatter(x=layers, y=prob(lens.p_final[:, i]), mode="lines+markers",
+    fig.add_trace(go.Scatter(x=layers, y=prob(lens.p_final[:, j]), mode="lines+markers",
                              name=f"final prediction {_quote(final)}",
                              hovertemplate="layer %{x}: p = %{y:.4g}<extra>final prediction</extra>"), 1, 1)
     if i + 1 < lens.seq_len:
         nxt = lens.tokens[i + 1]
-        fig.add_trace(go.Scatter(x=layers, y=prob(lens.p_next[:, i]), mode="lines+markers",
+        fig.add_trace(go.Scatter(x=layers, y=prob(lens.p_next[:, j]), mode="lines+markers",
                                  name=f"next token in the text {_quote(nxt)}", line=dict(dash="dash"),
                                  hovertemplate="layer %{x}: p = %{y:.4g}<extra>next token in the text</extra>"), 1, 1)
-    fig.add_trace(go.Scatter(x=layers, y=lens.kl[:, i].astype(float), mode="lines+markers", showlegend=True,
+    fig.add_trace(go.Scatter(x=layers, y=lens.kl[:, j].astype(float), mode="lines+markers", showlegend=True,
                              name="KL(final ‖ layer)", line=dict(color="#7f7f7f"),
                              hovertemplate="layer %{x}: KL = %{y:.4g} nats<extra></extra>"), 2, 1)
     fig.update_layout(

@@ -117,13 +117,13 @@ def rope_relative_errors(d_head: int, base: float) -> dict:
             "float32": relative_property_error(d_head, base, 4096, dtype=np.float32)}
 
 
-# Logit lens of a causal LM (the Logit lens page): 31 x 512 x 10 top-k ids, labels and probabilities,
-# ~2 MB; read-only arrays, so sessions share it (never mutate it).
+# Logit lens of a causal LM (the Logit lens page) at the positions shown (a window and one position;
+# None = all): top 10 ids, labels and probabilities per layer, read-only, shared (never mutate it).
 @st.cache_resource(max_entries=8, show_spinner=False)
-def get_logit_lens(model_key: str, text: str, max_tokens: int | None):
+def get_logit_lens(model_key: str, text: str, max_tokens: int | None, positions: tuple | None = None):
     from attnviz.logit_lens.lens import MAX_TOP_K, logit_lens
 
-    return logit_lens(get_model(model_key), text, top_k=MAX_TOP_K, max_tokens=max_tokens)
+    return logit_lens(get_model(model_key), text, top_k=MAX_TOP_K, max_tokens=max_tokens, positions=positions)
 
 
 # Trust the view? (issue 13): the masked-LM head loaded beside the encoder (only for models whose config

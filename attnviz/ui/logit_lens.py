@@ -41,9 +41,11 @@ def require_causal(loaded) -> None:
     stop_page()
 
 
-def lens_of_sidebar(max_tokens: int | None = None):
-    """The LogitLens of the sidebar's model and text (cached), or stop the page with a plain message."""
-    from attnviz.ui.cache import get_logit_lens, get_model
+def causal_of_sidebar(max_tokens: int | None = None):
+    """(model key, text, max tokens, input tokens) of the sidebar's causal LM, or stop the page with a
+    plain message (toy model, no model, an encoder: with the switch button)."""
+    from attnviz.extract import encode
+    from attnviz.ui.cache import get_model
     from attnviz.ui.metrics import require_hf_model, sidebar_inputs
 
     require_hf_model("The logit lens")
@@ -55,18 +57,29 @@ def lens_of_sidebar(max_tokens: int | None = None):
         with st.spinner(f"Loading {key}… (about 20 s the first time)" if is_slow(key) else f"Loading {key}…"):
             loaded = get_model(key)
         require_causal(loaded)
-        with st.spinner("Reading every layer through the unembedding…"):
-            lens = get_logit_lens(key, text, max_tokens)
-    except AttnvizError as e:
-        st.warning(str(e))
+        e = encode(loaded, text, max_tokens=max_tokens)
+    except AttnvizError as err:
+        st.warning(str(err))
         stop_page()
     if pair:
         st.caption("The second sentence (B) is not used: a causal LM reads one text.")
-    t = lens.truncation
-    if t is not None and t.truncated:
+    t = e.truncation
+    if t.truncated:
         st.info(f"The text is {t.n_tokens_requested} tokens long; the lens reads at most {t.max_tokens}, "
                 f"so the last {t.n_dropped} tokens were dropped.")
-    return lens
+    return key, text, max_tokens, e.tokens
+
+
+def lens_at(key: str, text: str, max_tokens: int | None, positions) -> object:
+    """The LogitLens of `positions` (cached), or stop the page with a plain message."""
+    from attnviz.ui.cache import get_logit_lens
+
+    try:
+        with st.spinner("Reading every layer through the unembedding…"):
+            return get_logit_lens(key, text, max_tokens, tuple(sorted({int(p) for p in positions})))
+    except AttnvizError as err:
+        st.warning(str(err))
+        stop_page()
 
 
 def window_start(n: int, width: int = DEFAULT_WINDOW, container=None) -> tuple[int, int]:

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from attnviz.errors import BadInput
-from attnviz.logit_lens.figures import lens_heatmap, position_lines, window
+from attnviz.logit_lens.figures import lens_heatmap, position_lines, short, window
 from attnviz.logit_lens.lens import LogitLens, _final_norm, logit_lens
 from attnviz.models.hf import model_facts
 from attnviz.types import LoadedModel
@@ -119,6 +119,21 @@ def test_chunked_equals_unchunked(tiny, lens):
             np.testing.assert_allclose(getattr(other, name), getattr(lens, name), atol=1e-6, rtol=1e-4)  # BLAS blocking differs per chunk
 
 
+def test_reading_some_positions_equals_those_columns_of_all(tiny, lens):
+    part = logit_lens(tiny, TEXT, top_k=5, positions=[7, 2, 3, 7])
+    np.testing.assert_array_equal(part.positions, [2, 3, 7])
+    assert part.seq_len == lens.seq_len and part.tokens == lens.tokens and part.index(7) == 2
+    np.testing.assert_array_equal(part.top_ids, lens.top_ids[:, [2, 3, 7]])
+    for name in ("top_probs", "p_final", "p_next", "kl"):
+        np.testing.assert_allclose(getattr(part, name), getattr(lens, name)[:, [2, 3, 7]], atol=1e-6, rtol=1e-4)
+    with pytest.raises(ValueError):
+        part.index(4)
+    with pytest.raises(BadInput, match="between 0 and"):
+        logit_lens(tiny, TEXT, positions=[lens.seq_len])
+    fig = lens_heatmap(logit_lens(tiny, TEXT, positions=range(3, 8)), start=3, width=5)
+    np.testing.assert_allclose(np.asarray(fig.data[0].z, dtype=float), lens.top_probs[:, 3:8, 0], rtol=1e-5)
+
+
 def test_top_k_sorted_sums_to_at_most_one_and_read_only(lens):
     p = lens.top_probs
     assert (np.diff(p, axis=-1) <= 0).all()
@@ -206,7 +221,7 @@ def test_heatmap_cells_ticks_and_hover(lens):
         assert f"{lens.top_probs[1, 2, r]:.4g}" in cell
     assert "4." not in cell.split("<br>")[-1][:3]  # only the top 3
     assert "µ" not in cell
-    assert hm.text is not None and hm.text[0][0] == lens.top_labels[0, 2, 0][:6]
+    assert hm.text is not None and hm.text[0][0] == short(lens.top_labels[0, 2, 0])
 
 
 def test_wide_window_drops_cell_text_and_stays_small(tiny):
