@@ -126,11 +126,52 @@ def integrated_gradients_scores(ctx: Context) -> np.ndarray:
     return ctx.attribution("integrated gradients").per_token
 
 
+def _contributions(ctx: Context):
+    """Value-weighted attention and ALTI of every layer of `ctx.model` on the scored input (attnviz.contrib),
+    computed once; Skipped with the reason for a model whose blocks the maths does not cover."""
+    if "contributions" not in ctx._cache:
+        import torch
+
+        from attnviz.contrib.decompose import decompose
+        from attnviz.contrib.parts import record
+        from attnviz.errors import BadInput
+
+        s, facts = ctx.scorer, ctx.loaded.facts
+
+        def forward():
+            out = s.model(inputs_embeds=s.embeds, **s.kwargs(1), output_attentions=True, return_dict=True)
+            return out, out.attentions
+
+        try:
+            with s.lock, torch.inference_mode():
+                _, layers = record(s.model, forward, facts.n_layers, facts.n_heads)
+        except BadInput as e:
+            raise Skipped(str(e)) from e
+        ctx._cache["contributions"] = decompose(layers)
+    return ctx._cache["contributions"]
+
+
+def value_rollout_scores(ctx: Context) -> np.ndarray:
+    """Norm-based rollout with the residual (value-weighted, Kobayashi et al. 2021): the target's row."""
+    from attnviz.contrib.decompose import value_rollout
+
+    return ctx.read_rows(value_rollout(_contributions(ctx))[-1])
+
+
+def alti_scores(ctx: Context) -> np.ndarray:
+    """ALTI contributions rolled out through every layer (Ferrando et al. 2022): the target's row."""
+    from attnviz.contrib.decompose import alti_rollout
+
+    return ctx.read_rows(alti_rollout(_contributions(ctx))[-1])
+
+
 # name -> (ctx) -> (n,) scores, in display order
 METHODS: dict[str, Callable[[Context], np.ndarray]] = {
     "raw attention (last layer, mean of heads)": raw_attention,
     "rollout": rollout_scores,
     "attention flow": flow_scores,
+    "value-weighted rollout": value_rollout_scores,
+    "ALTI": alti_scores,
     "gradient x input": gradient_x_input,
     "integrated gradients": integrated_gradients_scores,
 }
