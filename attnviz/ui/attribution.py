@@ -173,6 +173,13 @@ def headline(report) -> None:
     m[2].metric("Removable tokens", f"{int(report.candidates.sum())} of {len(report.tokens)}")
     m[3].metric("Time", f"{report.seconds:.1f} s")
     st.caption(f"Explained: **{report.target.label}**.")
+    err = report.ig.completeness_error if report.ig is not None else None
+    if err is not None and err > 0.05:
+        st.warning(f"Integrated gradients do not add up here: their sum is off from f(x) − f(0) by {100 * err:.0f}% "
+                   f"at {report.ig_steps} steps. The output changes erratically along the straight path from the "
+                   "all-zero embeddings (SmolLM2, for one, builds huge activations in its first layers from any "
+                   "non-zero input, however small), so more steps may not help: read its scores with caution; the "
+                   "deletion and insertion tests below still say how well its ranking tracks the output.")
     for name, why in report.skipped.items():
         st.info(f"**{name}** skipped: {why}.")
 
