@@ -18,6 +18,11 @@ def short(name: str) -> str:
     return name.replace(" (", "<br>(")
 
 
+def shortest(name: str) -> str:
+    """A method name for a crowded axis: without its parenthesis (the hover has the full name)."""
+    return name.split(" (")[0]
+
+
 def _csv(header, rows) -> str:
     out = io.StringIO()
     w = csv.writer(out)
@@ -61,10 +66,11 @@ def spearman_heatmap(names, matrix: np.ndarray, *, title: str) -> go.Figure:
         zmin=-1, zmax=1, zmid=0, colorscale=DIVERGING, colorbar=dict(title="Spearman ρ"),
         customdata=[[f"{names[i]} vs {names[j]}" for j in range(k)] for i in range(k)],
         hovertemplate="%{customdata}<br>ρ = %{text}<extra></extra>"))
-    ticks = dict(tickmode="array", tickvals=list(range(k)), ticktext=[short(x) for x in names])
     fig.update_layout(title=title, height=170 + 70 * k, margin=dict(l=10, r=10, t=60, b=10),
-                      xaxis=dict(side="bottom", tickangle=-30, **ticks),
-                      yaxis=dict(autorange="reversed", **ticks))
+                      xaxis=dict(side="bottom", tickangle=-40, tickmode="array", tickvals=list(range(k)),
+                                 ticktext=[shortest(x) for x in names]),
+                      yaxis=dict(autorange="reversed", tickmode="array", tickvals=list(range(k)),
+                                 ticktext=[short(x) for x in names]))
     attach_numbers(fig, lambda: _csv([""] + list(names), [[a] + t for a, t in zip(names, text)]))
     return no_si_prefixes(fig)
 
@@ -83,10 +89,10 @@ def perturbation_curves(curves: dict, which: str, *, ytitle: str) -> go.Figure:
                       annotation_position="top right" if which == "deletion" else "bottom right")
     what = ("Deletion: the top k% removed (a steep fall = faithful)" if which == "deletion" else
             "Insertion: only the top k% kept (a fast rise = faithful)")
-    fig.update_layout(title=what, height=380, margin=dict(l=60, r=10, t=50, b=50),
+    fig.update_layout(title=what, height=470, margin=dict(l=60, r=10, t=50, b=10),
                       xaxis=dict(title="share of the removable tokens (%)", range=[-2, 102]),
                       yaxis=dict(title=ytitle),
-                      legend=dict(orientation="h", yanchor="top", y=-0.2, font=dict(size=11)))
+                      legend=dict(orientation="h", yanchor="top", y=-0.22, font=dict(size=11)))
     attach_numbers(fig, lambda: _csv(["method", "fraction", "k", which],
                                      [[k, f, kk, f"{v:.6g}"] for k, c in curves.items()
                                       for f, kk, v in zip(c.fractions, c.ks,
@@ -106,9 +112,9 @@ def randomisation_bars(correlations: dict[str, float], *, title: str) -> go.Figu
         marker_color=["#b2182b" if ok and v > 0.5 else "#4d4d4d" for v, ok in zip(vals, defined)],
         customdata=names, hovertemplate="%{customdata}<br>ρ = %{text}<extra></extra>"))
     fig.add_hline(y=0, line=dict(color="grey", width=1))
-    fig.update_layout(title=title, height=380, margin=dict(l=60, r=10, t=60, b=10),
-                      xaxis=dict(tickmode="array", tickvals=list(range(len(names))),
-                                 ticktext=[short(k) for k in names]),
+    fig.update_layout(title=title, height=400, margin=dict(l=60, r=10, t=60, b=10),
+                      xaxis=dict(tickmode="array", tickvals=list(range(len(names))), tickangle=-35,
+                                 ticktext=[shortest(k) for k in names]),
                       yaxis=dict(title="Spearman ρ, trained vs randomised", range=[-1.15, 1.15]))
     attach_numbers(fig, lambda: _csv(["method", "spearman"], [[k, f"{v:.6g}"] for k, v in zip(names, vals)]))
     return no_si_prefixes(fig)

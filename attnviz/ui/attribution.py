@@ -81,7 +81,8 @@ def controls(model_key: str, text: str, pair: str | None) -> Settings | None:
     s.setdefault("tr_random", True)
     s.setdefault("tr_second", pair or DEFAULT_SECOND)
     busy = jobs.running(JOB)
-    c1, c2, c3 = st.columns([3, 3, 2])
+    logit = s["tr_kind"] in (tg.NEXT_TOKEN, tg.MASKED_TOKEN)
+    c1, c2, c3 = st.columns([4, 3, 2] if logit else [4, 4, 0.01])
     kind = c1.selectbox("Output to explain", kinds, key="tr_kind", format_func=tg.KIND_LABELS.get, disabled=busy,
                         help="One number the model computes from this text. Every method below is asked which "
                              "input tokens that number depends on. Only the outputs this model has are offered.")
@@ -106,8 +107,6 @@ def controls(model_key: str, text: str, pair: str | None) -> Settings | None:
     if kind in (tg.NEXT_TOKEN, tg.MASKED_TOKEN):
         token = c3.text_input("Explain the logit of", key="tr_token", placeholder="top prediction", disabled=busy,
                               help="Leave empty for the model's own top prediction there, or type one token.") or None
-    else:
-        c3.write("")
     c4, c5 = st.columns([3, 5])
     steps = c4.number_input("Integrated-gradients steps", min_value=MIN_STEPS, max_value=MAX_STEPS, step=8,
                             key="tr_steps", disabled=busy,
@@ -167,7 +166,7 @@ def headline(report) -> None:
     m[0].metric("Output f(x)", f"{report.f_input:.4g}", help=report.target.label)
     if report.ig is not None:
         err = report.ig.completeness_error
-        m[1].metric("IG adds up to f(x) − f(0) within", f"{100 * err:.2g}%" if err is not None else "—",
+        m[1].metric("IG adds up to f(x) − f(0) within", (f"{100 * err:.2g}%" if err < 0.1 else f"{100 * err:,.0f}%") if err is not None else "—",
                     help=f"Sum of the integrated-gradients scores minus (f(x) − f(baseline)) = {report.ig.delta:.3g} "
                          f"with {report.ig_steps} steps; f(baseline) = {report.ig.f_baseline:.4g}.")
     m[2].metric("Removable tokens", f"{int(report.candidates.sum())} of {len(report.tokens)}")
@@ -175,7 +174,7 @@ def headline(report) -> None:
     st.caption(f"Explained: **{report.target.label}**.")
     err = report.ig.completeness_error if report.ig is not None else None
     if err is not None and err > 0.05:
-        st.warning(f"Integrated gradients do not add up here: their sum is off from f(x) − f(0) by {100 * err:.0f}% "
+        st.warning(f"Integrated gradients do not add up here: their sum is off from f(x) − f(0) by {100 * err:,.0f}% "
                    f"at {report.ig_steps} steps. The output changes erratically along the straight path from the "
                    "all-zero embeddings (SmolLM2, for one, builds huge activations in its first layers from any "
                    "non-zero input, however small), so more steps may not help: read its scores with caution; the "
