@@ -135,8 +135,8 @@ def layer(parts) -> dict:
 
     # ||u_ij|| from the Gram matrix of each key's head vectors: (key, head, head)
     gram = torch.bmm(F.permute(1, 0, 2), F.permute(1, 2, 0))
-    vw_layer = torch.empty((n, n), dtype=torch.float32)
-    alti = torch.empty((n, n), dtype=torch.float32)
+    vw_layer = torch.zeros((n, n), dtype=torch.float32)
+    alti = torch.zeros((n, n), dtype=torch.float32)
     # ALTI works on the vectors themselves: centre and scale them once, so that a block of u_ij
     # built from them is already g_i(u_ij) * s_i (post-norm), then compare with s_i * y_i
     if post:
@@ -153,19 +153,23 @@ def layer(parts) -> dict:
     buffer = torch.empty((n, rows, d), dtype=torch.float32)  # reused: fresh memory is slow to first write
     for start in range(0, n, rows):
         stop = min(n, start + rows)
-        a = Ak[:, start:stop]  # (key, r, head)
+        seen = Ak[:, start:stop].sum(-1) > 0  # (key, r): keys some head of the row attends to
+        attended = seen.any(dim=1).nonzero()
+        # keys after the last attended one give nothing (a causal model's later tokens): skip them
+        k = max(stop, int(attended.max()) + 1 if attended.numel() else 0)
+        a = Ak[:k, start:stop]  # (key, r, head)
         # ||u_ij||^2 = a_ij . G_j a_ij
-        vw_layer[start:stop] = torch.sqrt((torch.bmm(a, gram) * a).sum(-1).clamp_min(0)).T
+        vw_layer[start:stop, :k] = torch.sqrt((torch.bmm(a, gram[:k]) * a).sum(-1).clamp_min(0)).T
         # T_i(x_j) - y_i for the block's rows, as (key, r, d), the subtraction fused into the GEMM
-        u = torch.baddbmm(-target[start:stop][None], a, Fk, out=buffer[:, :stop - start])
+        u = torch.baddbmm(-target[start:stop][None], a, Fk[:k], out=buffer[:k, :stop - start])
         idx = torch.arange(start, stop)
         u[idx, idx - start] += xn[start:stop]  # the residual x_i joins u_ii
         dist = u.abs_().sum(-1).T  # (r, key): L1 distances
         c = (y_l1[start:stop, None] - dist).clamp_min(0)
         # a key no head attends to gives nothing (exactly: float rounding would leave ~1e-7 on masked keys)
-        c *= (a.sum(-1).T > 0)
+        c *= seen[:k].T
         c[idx - start, idx] = (y_l1[start:stop] - dist[idx - start, idx]).clamp_min(0)
-        alti[start:stop] = c
+        alti[start:stop, :k] = c
     alti = alti / alti.sum(dim=-1, keepdim=True).clamp_min(1e-30)
     with_res = vw_layer.clone()
     with_res[torch.arange(n), torch.arange(n)] = torch.linalg.vector_norm(kept, dim=-1)
@@ -180,13 +184,14 @@ def decompose(layers) -> Contributions:
     with torch.inference_mode():
         per = [layer(p) for p in layers]
     names = per[0]["mixing"].keys()
+
+    def stacked(key):  # every part is float32 already: one copy
+        return np.stack([p[key] for p in per])
+
     return Contributions(
-        value_weighted=np.stack([p["value_weighted"] for p in per]).astype(np.float32),
-        value_norms=np.stack([p["value_norms"] for p in per]).astype(np.float32),
-        value_layer=np.stack([p["value_layer"] for p in per]).astype(np.float32),
-        with_residual=np.stack([p["with_residual"] for p in per]).astype(np.float32),
-        alti=np.stack([p["alti"] for p in per]).astype(np.float32),
-        mixing={k: np.stack([p["mixing"][k] for p in per]).astype(np.float32) for k in names},
+        value_weighted=stacked("value_weighted"), value_norms=stacked("value_norms"),
+        value_layer=stacked("value_layer"), with_residual=stacked("with_residual"), alti=stacked("alti"),
+        mixing={k: np.stack([p["mixing"][k] for p in per]) for k in names},
         post_norm=per[0]["post_norm"],
         rebuild_error=max(p["error"] for p in per),
     )
