@@ -106,3 +106,31 @@ def test_lesson_page_reports_the_stripe(minilm):
     assert f"layer {l}, head {h}" in body and f"{w[l, h]:.0%}" in body and f"{v[l, h]:.0%}" in body
     assert v[l, h] < 0.5 * w[l, h]  # the stripe carries far less than its weight
     assert at.title[0].value.startswith("9 ·")
+
+
+def test_toy_model_without_weights_keeps_the_weights():
+    from attnviz.training.runs import load, recorded_runs
+
+    run = load(recorded_runs()["reverse"])
+    at = open_page("app_pages/heatmap.py", training_result=run.result(0), model_choice="trained",
+                   training_contributions=None, lens="ALTI")
+    assert any("keeps only the final step" in i.value and "Showing attention weights instead" in i.value
+               for i in at.info)
+    z, title = _focus_z(at)
+    assert title == "weight"
+
+
+def test_toy_model_final_step_goes_through_the_lens():
+    from attnviz.contrib.compute import run_contributions
+    from attnviz.training.runs import load, recorded_runs
+
+    run = load(recorded_runs()["reverse"])
+    c = run_contributions(run, run.n_frames - 1)
+    if c is None:
+        pytest.skip("the recorded run has no final weights")
+    assert run_contributions(run, 0) is None  # an earlier step: its weights are not kept
+    at = open_page("app_pages/heatmap.py", training_result=run.result(-1), model_choice="trained",
+                   training_contributions=c, lens="value-weighted")
+    z, title = _focus_z(at)
+    assert title == "value-weighted share"
+    np.testing.assert_allclose(z.sum(axis=-1), 1.0, atol=1e-3)

@@ -50,6 +50,8 @@ def mode_from_env() -> WalkMode:
 # Buttons the walk does not press, with the reason.
 SKIP_BUTTONS = {
     "Use this step on the other pages": "selects the trained toy model in the sidebar by design",
+    "swap_horiz Switch to SmolLM2-135M (about 20 s to load)":
+        "selects SmolLM2 in the sidebar by design (tests/browser/test_logit_lens_browser.py presses it)",
 }
 CANCEL_RE = re.compile(r"cancel", re.I)
 LONG_JOB_RE = re.compile(r"^\s*▶")  # "▶ Train now", "▶ Fine-tune MiniLM", "▶ Load the series", "▶ Measure"
