@@ -49,7 +49,7 @@ with left:
 with right:
     cols = st.columns(2)
     for i, (name, value) in enumerate(means.items()):
-        cols[i % 2].metric(f"Mixing · {name}", f"{value:.0%}")
+        cols[i % 2].metric(name.replace("LayerNorm", "LN"), f"{value:.0%}", help=f"Mean mixing ratio over layers and tokens: {name}.")
     st.markdown(
         "Read it as: of what token i holds after the attention block, this share came from **other** tokens. "
         "The weights say most of it; the value norms say less; with the residual, far less. On BERT-base "

@@ -24,10 +24,11 @@ bind({"hm_stack": str, "hm_hide_special": bool, "hm_renorm": bool, "hm_scale": s
 STACK_LABELS = {"self": "self-attention", "decoder": "decoder self-attention", "cross": "cross-attention (decoder → encoder)"}
 
 st.title("Attention heatmap")
-st.caption("Each cell is the softmax weight one token (a row, the query) puts on another token "
-           "(a column, the key). Every row sums to 1.")
 
 result = require_result(lens=True)
+if result.quantity == "weights":
+    st.caption("Each cell is the softmax weight one token (a row, the query) puts on another token "
+               "(a column, the key). Every row sums to 1.")
 lens_ui.note(result)
 what = lens_ui.label(result)
 facts = result.facts
@@ -97,7 +98,7 @@ with grid_col:
                 selection_mode="points", exports=False)
 
 # --- one head ---------------------------------------------------------------------------
-st.subheader(f"Layer {layer}, head {head}" + (" (ablated elsewhere: weights shown are its own)" if (layer, head) in ablated else ""))
+st.subheader(f"Layer {layer}, " + ("heads summed (ALTI)" if result.quantity == "ALTI" else f"head {head}") + (" (ablated elsewhere: weights shown are its own)" if (layer, head) in ablated else ""))
 try:
     view = select_view(attention[layer, head], q_special, result.segment_ids if which == "self" else None,
                        hide_special=hide, renormalise=renorm, block=block,

@@ -10,18 +10,22 @@ from attnviz.metrics.figures import grouped_token_bars, head_grid, layer_lines
 def mixing_figure(by_layer: dict[str, np.ndarray]) -> go.Figure:
     """Mean mixing ratio per layer, one line per way of measuring it, in percent."""
     fig = layer_lines({k: 100 * np.asarray(v) for k, v in by_layer.items()},
-                      title="How much of each token's new representation comes from the other tokens",
+                      title="Mixing ratio per layer (mean over tokens)",
                       ytitle="mixing ratio (%)")
     fig.update_yaxes(range=[0, 100])
     fig.update_traces(hovertemplate="layer %{x}: %{y:.1f}%<extra>%{fullData.name}</extra>")
-    fig.update_layout(legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="right", x=1),
-                      margin=dict(t=80))
+    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.22, xanchor="left", x=0),
+                      margin=dict(t=50, b=90), height=380)
     return fig
 
 
 def shares_figure(series: dict[str, np.ndarray], tokens, *, title: str) -> go.Figure:
     """Several per-token shares side by side (each series sums to 1 or is a mean of such rows)."""
-    return grouped_token_bars(series, tokens, title=title, ytitle="share", fmt=".4f")
+    fig = grouped_token_bars(series, tokens, title=title, ytitle="share", fmt=".4f")
+    # the legend under the axis: in a half-width column it would cover the title
+    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.42, xanchor="left", x=0),
+                      margin=dict(b=150), height=450)
+    return fig
 
 
 def stripe_figure(values: np.ndarray, *, title: str, zmax: float) -> go.Figure:

@@ -77,13 +77,13 @@ def test_contributions_page_numbers_come_from_the_model(minilm):
 
     special = np.asarray(ex.extract(minilm, TEXT).special_mask, dtype=bool)
     means = c.mean_mixing(~special)
-    assert metrics["Mixing · weights"] == f"{means['weights']:.0%}"
-    assert metrics["Mixing · + residual + LayerNorm"] == f"{means['+ residual + LayerNorm']:.0%}"
+    assert metrics["weights"] == f"{means['weights']:.0%}"
+    assert metrics["+ residual + LN"] == f"{means['+ residual + LayerNorm']:.0%}"
     assert means["weights"] > means["value-weighted"] > means["+ residual"]
     # the toggle changes the average
     at.toggle(key="ct_words").set_value(False).run()
     metrics_all = {m.label: m.value for m in at.metric}
-    assert metrics_all["Mixing · weights"] == f"{c.mean_mixing()['weights']:.0%}"
+    assert metrics_all["weights"] == f"{c.mean_mixing()['weights']:.0%}"
     # another output token changes the sources figure
     before = as_array(_figure(at, "Layer")["data"][0]["y"])
     at.selectbox(key="ct_query_label").set_value(at.selectbox(key="ct_query_label").options[4]).run()

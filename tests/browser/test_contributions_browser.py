@@ -59,7 +59,7 @@ def test_contributions_page_and_lesson_render(page, app_server):
     page.goto(app_server.url + "/contributions")
     wait_for_app(page)
     page.get_by_text("How much each token mixes in").first.wait_for(timeout=60_000)
-    wait_plot(page, title="How much of each token")
+    wait_plot(page, title="Mixing ratio per layer")
     values = page.locator('[data-testid="stMetricValue"]').all_inner_texts()
     assert any(v.endswith("%") for v in values)
     # another output token redraws the sources
