@@ -5,7 +5,7 @@ import pandas  # noqa: F401  imported fully up front: plotly's lazy look-up of p
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
-from attnviz.ui import page, share, sidebar
+from attnviz.ui import decks, page, share, sidebar
 from attnviz.ui.registry import HOME, PAGES
 
 _presenting = st.query_params.get("present") == "1" or bool(st.session_state.get("present"))
@@ -21,6 +21,7 @@ for spec in PAGES:
 nav = st.navigation(sections, position="top")
 page.begin(nav.url_path)
 sidebar.render()
+decks.slide_bar()  # a deck's slide: previous / next / counter, arrow keys
 share.sync_url(early=True)  # a new page's URL has the model and text before the page has finished
 try:
     nav.run()

@@ -27,6 +27,9 @@ def render_link() -> None:
     """A 'link to this view' box at the bottom of the sidebar (the code box has a copy button),
     and the batch export of the page's figures."""
     render_batch_export()
+    from attnviz.ui.decks import add_box
+
+    add_box(share.view_link())
     with st.sidebar:
         with st.expander("Link to this view", icon=":material/link:"):
             st.code(share.share_link(), language=None, wrap_lines=True)

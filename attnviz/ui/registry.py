@@ -51,6 +51,7 @@ PAGES: tuple[PageSpec, ...] = tuple(PageSpec(*row) for row in (
     ('Learn', 'lab_kv_cache', '7 · KV cache', ':material/storage:', 'what generation stores per token, and what it saves', '7 · KV cache'),
     ('Learn', 'lab_quiz', '8 · Quick checks', ':material/quiz:', 'test yourself; common mistakes happening live', '8 · Quick checks and common mistakes'),
     ('Learn', 'lab_explanation', '9 · Not explanation', ':material/report:', 'a sentence where the weights and the contributions disagree', '9 · Attention is not explanation'),
+    ('Learn', 'deck', 'Lecture deck', ':material/slideshow:', "build, save, prepare and present a lecture made of the app's own views", ''),
     ('Learn', 'positional', 'Positional encodings', ':material/place:', 'sinusoidal, learned, RoPE, ALiBi', ''),
     ('Learn', 'complexity', 'Complexity', ':material/speed:', 'what attention costs as inputs grow', ''),
     ('Learn', 'training', 'Training evolution', ':material/model_training:', 'watch attention form while a model learns', ''),

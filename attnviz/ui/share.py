@@ -184,3 +184,9 @@ def share_link() -> str:
     base = (st.context.url or "").split("?")[0]
     params = current_params()
     return base + ("?" + urlencode(params) if params else "")
+
+
+def view_link() -> str:
+    """This view as a path + query ("/heatmap?layer=2"), without the host (for decks)."""
+    params = current_params()
+    return "/" + st.session_state.get(_PAGE, "") + ("?" + urlencode(params) if params else "")
