@@ -13,8 +13,11 @@ PLOT_CONFIG = {"displayModeBar": False}
 
 def lab_header(page_file: str, intro: str) -> None:
     """Title with the lecture number, and the page's few-sentence explanation."""
+    from attnviz.ui.tour import tour
+
     st.title(_spec(page_file).heading or _spec(page_file).title)
     st.markdown(intro)
+    tour(_spec(page_file).name)
 
 
 def _spec(page_file: str):

@@ -1,0 +1,83 @@
+"""Guided tours of the Learn pages: one control or figure at a time, outlined on the page, with one or
+two sentences. A tour step names a widget or figure by its Streamlit key (Streamlit gives each keyed
+element the CSS class st-key-<key>), so the outline follows the element wherever the layout puts it."""
+from __future__ import annotations
+
+import streamlit as st
+
+# page name -> [(element key, what to do and what to see)]
+TOURS: dict[str, list[tuple[str, str]]] = {
+    "lab_steps": [
+        ("steps_fig_scores", "Each score is one query's dot product with one key: a row per query, a column per key."),
+        ("steps_scale", "Switch **Divide by √d_k** off: the scores grow and the softmax gets sharper."),
+        ("steps_fig_weights", "The softmax turns each row of scores into weights that sum to 1."),
+        ("steps_row", "Pick a row to follow one query through the whole computation."),
+        ("steps_fig_output", "The output row is the weighted average of the value rows, with those weights."),
+    ],
+    "lab_scaling": [
+        ("scaling_dk", "Raise d_k: unscaled dot products spread out like √d_k."),
+        ("scaling_fig_max", "Without the division the largest weight goes to 1: the softmax saturates."),
+        ("scaling_fig_grad", "A saturated softmax has almost no gradient; dividing by √d_k keeps it learning."),
+    ],
+    "lab_temperature": [
+        ("temp_T", "Move the temperature to 0.1: each row becomes one-hot, a hard lookup."),
+        ("temp_fig_weights", "Each row is softmax(scores / T): high T averages, low T picks one key."),
+        ("temp_fig_curve", "One query across temperatures: from uniform weights to a single key."),
+    ],
+    "lab_masks": [
+        ("masks_kind", "Switch between a causal mask (no looking ahead) and a padding mask (no looking at pads)."),
+        ("masks_fig_mask", "Blocked cells get −∞ before the softmax, so their weight is exactly 0."),
+        ("masks_fig_leak", "Forget the mask and weight leaks to future or padding tokens."),
+    ],
+    "lab_multihead": [
+        ("mh_heads", "Change the number of heads: each head works in d_model / h dimensions."),
+        ("mh_fig_split", "The projections are cut into slices, one per head; each head attends on its own."),
+        ("mh_fig_concat", "The heads' outputs are put side by side again and mixed by W_O."),
+    ],
+    "lab_variants": [
+        ("var_da", "d_a is the width of Bahdanau's additive scorer; Luong's dot product has no parameters at all."),
+        ("var_seed", "A new seed draws new (untrained) weights: the mechanics stay, the alignments change."),
+    ],
+    "lab_kv_cache": [
+        ("kv_step", "Step through generation: each new token adds one key and one value per layer and KV head."),
+        ("kv_preset", "Pick a real model: the cache is 2 × layers × KV heads × d_head × tokens × bytes."),
+    ],
+    "lab_quiz": [
+        ("quiz_dmodel", "Try d_model = 256 with 6 heads: 256 does not split evenly, so the model cannot be built."),
+        ("quiz_heads", "Change the heads until they divide d_model: every head gets the same width."),
+    ],
+    "lab_explanation": [
+        ("nx_w", "Each cell: the share of a head's weight that lands on the special token."),
+        ("nx_v", "The same heads once each weight is multiplied by the length of the value it moves: the stripe fades."),
+        ("nx_mix", "With the residual connection, most of each token stays itself."),
+    ],
+}
+
+HIGHLIGHT = ("outline: 3px solid #e45756; outline-offset: 4px; border-radius: 6px; "
+             "box-shadow: 0 0 0 9999px rgba(255, 255, 255, 0.0);")
+
+
+def _step(page: str, delta: int) -> None:
+    key = f"tour_step_{page}"
+    st.session_state[key] = max(0, min(len(TOURS[page]) - 1, st.session_state.get(key, 0) + delta))
+
+
+def tour(page: str) -> None:
+    """The page's tour: a toggle, then (when on) the current step in a box that stays at the top of the
+    window, Back / Next, and the step's element outlined."""
+    steps = TOURS.get(page)
+    if not steps:
+        return
+    on = st.toggle("Guided tour", key=f"tour_on_{page}",
+                   help="One control or figure at a time, outlined in red, with what to do and what to see.")
+    if not on:
+        return
+    i = max(0, min(len(steps) - 1, int(st.session_state.get(f"tour_step_{page}", 0))))
+    element, text = steps[i]
+    with st.container(key=f"tour_box_{page}", border=True):
+        left, back, nxt = st.columns([8, 1, 1])
+        left.markdown(f"**Tour · step {i + 1} of {len(steps)}** · {text}")
+        back.button("Back", key=f"tour_back_{page}", on_click=_step, args=(page, -1), disabled=i == 0)
+        nxt.button("Next", key=f"tour_next_{page}", on_click=_step, args=(page, 1), disabled=i == len(steps) - 1)
+    st.html(f"<style>.st-key-{element} {{ {HIGHLIGHT} }} "
+            f".st-key-tour_box_{page} {{ position: sticky; top: 3.75rem; z-index: 990; background: white; }}</style>")
