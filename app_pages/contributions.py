@@ -4,7 +4,6 @@ import streamlit as st
 
 from attnviz.contrib import summary
 from attnviz.contrib.figures import mixing_figure, shares_figure
-from attnviz.ui import contrib as cui
 from attnviz.ui.figure import show_figure
 from attnviz.ui.heads import head_picker, token_picker
 from attnviz.ui.page import stop as stop_page

@@ -33,7 +33,7 @@ def test_lens_recolours_the_heatmap_page_and_labels_it(quantity, label):
     z0, t0 = _focus_z(plain)
     z1, t1 = _focus_z(lensed)
     assert t0 == "weight" and t1 == label
-    assert any(f"Showing" in i.value and "not attention weights" in i.value for i in lensed.info)
+    assert any("Showing" in i.value and "not attention weights" in i.value for i in lensed.info)
     if quantity == "ALTI":
         assert z1.shape[0] == 1  # one map per layer: heads summed
     else:
