@@ -119,18 +119,26 @@ def _resolve(root, path: str):
     return obj
 
 
+def module_at(model, path: str):
+    """The submodule at a dotted `path` ("encoder.layer.3.attention.self.value"), looked up from the
+    model's base model first, then from the model itself; None when neither has it."""
+    for root in (getattr(model, "base_model", model), model):
+        try:
+            return _resolve(root, path)
+        except (AttributeError, IndexError, TypeError):
+            continue
+    return None
+
+
 def output_projection(model, layer: int):
     """The module whose input is layer `layer`'s concatenated head outputs (batch, seq, n_heads*d_head)."""
-    base = getattr(model, "base_model", model)
     model_type = getattr(model.config, "model_type", "")
     templates = [OUTPUT_PROJECTION[model_type]] if model_type in OUTPUT_PROJECTION else []
     templates += [t for t in dict.fromkeys(OUTPUT_PROJECTION.values()) if t not in templates]
     for template in templates:
-        for root in (base, model):
-            try:
-                return _resolve(root, template.format(i=layer))
-            except (AttributeError, IndexError, TypeError):
-                continue
+        module = module_at(model, template.format(i=layer))
+        if module is not None:
+            return module
     raise BadInput(f"Ablation does not know where the attention output projection of a {model_type or 'this'} "
                    "model lives, so its heads cannot be switched off.")
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from attnviz.errors import BadInput
+from attnviz.hooks import module_at
 
 
 @dataclass(frozen=True)
@@ -90,19 +91,10 @@ class LayerParts:
     norm: tuple | None = None  # post-norm: (gamma, beta, eps, pre-norm sum (seq, d_model))
 
 
-def _resolve(root, path: str):
-    obj = root
-    for part in path.split("."):
-        obj = obj[int(part)] if part.isdigit() else getattr(obj, part)
-    return obj
-
-
 def _module(model, path: str):
-    for root in (getattr(model, "base_model", model), model):
-        try:
-            return _resolve(root, path)
-        except (AttributeError, IndexError, TypeError):
-            continue
+    module = module_at(model, path)
+    if module is not None:
+        return module
     raise BadInput(f"The module {path} was not found in this model, so its contributions cannot be worked out.")
 
 
