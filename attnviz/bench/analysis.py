@@ -2,17 +2,11 @@
 flow_seconds_24 (attention flow from one output token to every input, 24 tokens, default model)."""
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
+from attnviz.bench import seconds
 from attnviz.metrics.analysis import analyse
 
-
-def _seconds(fn) -> float:
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
 
 
 def figures(quick: bool = False) -> dict[str, float]:
@@ -35,7 +29,7 @@ def figures(quick: bool = False) -> dict[str, float]:
     repeats = 5 if quick else 11
     forward(), analyse(result)  # warm up
     # interleaved, best of each: the 2 cores are shared, and the minimum is the least disturbed run
-    pairs = [(_seconds(forward), _seconds(lambda: analyse(result))) for _ in range(repeats)]
+    pairs = [(seconds(forward), seconds(lambda: analyse(result))) for _ in range(repeats)]
     t_forward = min(f for f, _ in pairs)
     t_analysis = min(a for _, a in pairs)
     return {"analysis_ratio_512": t_analysis / t_forward, "flow_seconds_24": _flow_seconds(loaded)}
@@ -49,4 +43,4 @@ def _flow_seconds(loaded) -> float:
 
     short = extract(loaded, long_text(), max_tokens=MAX_FLOW_TOKENS)
     mixes = mixing_matrices(fuse_heads(short.attention))
-    return min(_seconds(lambda: attention_flow(mixes, [0])) for _ in range(3))
+    return min(seconds(lambda: attention_flow(mixes, [0])) for _ in range(3))

@@ -4,13 +4,7 @@ attentions (the maths on the recorded block parts); contrib_total_ratio_512 = th
 contributions() call (its own hooked forward included) over the same forward."""
 from __future__ import annotations
 
-import time
-
-
-def _seconds(fn) -> float:
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
+from attnviz.bench import seconds
 
 
 def figures(quick: bool = False) -> dict[str, float]:
@@ -38,8 +32,8 @@ def figures(quick: bool = False) -> dict[str, float]:
     forward(), decompose(layers)  # warm up
     repeats = 3 if quick else 7
     # interleaved, best of each: the 2 cores are shared, and the minimum is the least disturbed run
-    runs = [(_seconds(forward), _seconds(lambda: decompose(layers)),
-             _seconds(lambda: contributions(loaded, text, max_tokens=512))) for _ in range(repeats)]
+    runs = [(seconds(forward), seconds(lambda: decompose(layers)),
+             seconds(lambda: contributions(loaded, text, max_tokens=512))) for _ in range(repeats)]
     t_forward = min(r[0] for r in runs)
     return {
         "contrib_ratio_512": min(r[1] for r in runs) / t_forward,

@@ -1,7 +1,7 @@
 """Bench figures of the foundation: extraction overhead and grid bytes, measured in one run."""
 from __future__ import annotations
 
-import time
+from attnviz.bench import seconds
 
 
 def _text_of(tokenizer, n_tokens: int) -> str:
@@ -12,11 +12,6 @@ def _text_of(tokenizer, n_tokens: int) -> str:
     n_special = len(tokenizer("a")["input_ids"]) - len(tokenizer("a", add_special_tokens=False)["input_ids"])
     return tokenizer.decode(ids[: n_tokens - n_special])
 
-
-def _time(fn) -> float:
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
 
 
 def extract_overhead(loaded, n_tokens: int, repeats: int) -> float:
@@ -41,8 +36,8 @@ def extract_overhead(loaded, n_tokens: int, repeats: int) -> float:
     bare(), ours()  # warm up
     t_bare, t_ours = [], []
     for _ in range(repeats):
-        t_bare.append(_time(bare))
-        t_ours.append(_time(ours))
+        t_bare.append(seconds(bare))
+        t_ours.append(seconds(ours))
     return float(min(t_ours) / min(t_bare))
 
 
