@@ -10,19 +10,13 @@ from attnviz.metrics.analysis import analyse
 from attnviz.metrics.roles import RoleScores, average_scores
 from attnviz.ui.cache import get_result
 from attnviz.ui.page import stop as stop_page
-from attnviz.ui.sidebar import model_key, using_trained  # noqa: F401  (re-exported for pages)
+from attnviz.ui.sidebar import model_key, sidebar_inputs, using_trained  # noqa: F401  (re-exported for pages)
 from attnviz.ui.cache import analysis
 from attnviz.ui.cache import example_role_scores
 from attnviz.ui.cache import ablation_run
 from attnviz.ui.cache import induction_one
 
 HEATMAP_PAGE = "app_pages/heatmap.py"
-
-
-def sidebar_inputs() -> tuple[str, str, str | None]:
-    """(model key, text, second sentence or None) as the sidebar has them."""
-    pair = st.session_state.get("text_pair") if st.session_state.get("use_pair") else None
-    return model_key(), st.session_state.get("text", ""), pair or None
 
 
 def analysis_of_sidebar(max_tokens: int | None = None, result=None):

@@ -103,6 +103,12 @@ def model_key() -> str:
     return choice
 
 
+def sidebar_inputs() -> tuple[str, str, str | None]:
+    """(model key, text, second sentence or None) as the sidebar has them."""
+    pair = st.session_state.get("text_pair") if st.session_state.get("use_pair") else None
+    return model_key(), st.session_state.get("text", ""), pair or None
+
+
 def current_result(max_tokens: int | None = None, lens: bool = False):
     """The AttentionResult of the sidebar's model and text, or None after showing a plain
     message (the caller then stops). Loads the model with a spinner on first use. With `lens`,
@@ -120,8 +126,7 @@ def current_result(max_tokens: int | None = None, lens: bool = False):
         st.caption(f"Showing the trained toy model **{result.facts.name}** on its probe input; "
                    "the sidebar's text is not used.")
         return contrib.apply(result, key, "", None, max_tokens, trained=True) if lens else result
-    text = st.session_state.get("text", "")
-    pair = st.session_state.get("text_pair") if st.session_state.get("use_pair") else None
+    _, text, pair = sidebar_inputs()
     if not key:
         st.info("Type a HuggingFace hub id or a local model folder in the sidebar.")
         return None
@@ -164,8 +169,7 @@ def current_contributions():
         return c
     from attnviz.ui.cache import get_contributions
 
-    key, text = model_key(), st.session_state.get("text", "")
-    pair = (st.session_state.get("text_pair") or None) if st.session_state.get("use_pair") else None
+    key, text, pair = sidebar_inputs()
     try:
         with st.spinner("Working out what every block moves…"):
             return get_contributions(key, text, pair, None)
