@@ -26,6 +26,7 @@ head Gram matrix f_h(x_j) . f_k(x_j) without building u at all."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -70,6 +71,19 @@ class Contributions(LayerHeadShape):
     def __post_init__(self):
         for arr in (self.value_weighted, self.value_norms, self.value_layer, self.with_residual, self.alti, *self.mixing.values()):
             arr.flags.writeable = False
+
+    # The rollouts are kept once computed: a cached Contributions is shared by every rerun of the pages
+    # that draw them (30 products of n x n matrices per rollout for SmolLM2).
+    @cached_property
+    def alti_rolled(self) -> np.ndarray:
+        """ALTI contributions rolled out across layers (Ferrando et al. 2022): (layer, n, n)."""
+        return _read_only(rolled(self.alti))
+
+    @cached_property
+    def value_rolled(self) -> np.ndarray:
+        """Norm-based rollout with the residual (Kobayashi et al. 2021's ATTN+RES-N per layer, rows
+        normalised, multiplied through the layers): (layer, n, n)."""
+        return _read_only(rolled(rows_normalised(self.with_residual)))
 
     @property
     def block_parts(self) -> str:
@@ -215,12 +229,16 @@ def rolled(per_layer: np.ndarray) -> np.ndarray:
     return out
 
 
+def _read_only(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
+
+
 def alti_rollout(c: Contributions) -> np.ndarray:
-    """ALTI contributions rolled out across layers (Ferrando et al. 2022): (layer, n, n)."""
-    return rolled(c.alti)
+    """ALTI contributions rolled out across layers (Ferrando et al. 2022): (layer, n, n), read-only."""
+    return c.alti_rolled
 
 
 def value_rollout(c: Contributions) -> np.ndarray:
-    """Norm-based rollout with the residual (Kobayashi et al. 2021's ATTN+RES-N per layer, rows
-    normalised, multiplied through the layers): (layer, n, n)."""
-    return rolled(rows_normalised(c.with_residual))
+    """Norm-based rollout with the residual (see Contributions.value_rolled): (layer, n, n), read-only."""
+    return c.value_rolled
