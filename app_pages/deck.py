@@ -28,24 +28,12 @@ with left:
     up = st.file_uploader("Open a deck file (.json)", type=["json"], key="deck_upload")
     if up is not None and st.session_state.get("_deck_upload_seen") != up.file_id:
         st.session_state["_deck_upload_seen"] = up.file_id
-        try:
-            loaded = decks.load_bytes(up.getvalue())
-            decks.set_current(loaded.deck)
-            d = loaded.deck
-            st.success(f"Opened “{d.title}”: {len(d)} slides.")
-            for p in loaded.problems:
-                st.warning(p)
-        except AttnvizError as e:
-            st.warning(str(e))
+        d = decks.open_deck(up.getvalue()) or d
 with right:
     names = list(decks.shipped())
     choice = st.selectbox("Or a deck shipped with the app", names, key="deck_shipped") if names else None
     if choice and st.button("Open this deck", key="deck_open_shipped"):
-        loaded = decks.load_bytes(decks.shipped()[choice].read_bytes())
-        decks.set_current(loaded.deck)
-        d = loaded.deck
-        for p in loaded.problems:
-            st.warning(p)
+        d = decks.open_deck(decks.shipped()[choice].read_bytes()) or d
 
 title = st.text_input("Deck title", value=d.title, key=f"deck_title_{id(d)}")
 if title.strip() and title.strip() != d.title:

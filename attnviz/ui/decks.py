@@ -46,6 +46,21 @@ def load_bytes(data: bytes) -> dk.Loaded:
     return dk.from_json(data, PAGE_NAMES, set(available_models()))
 
 
+def open_deck(data: bytes) -> dk.Deck | None:
+    """Make the deck in `data` the current one and say what was opened and what was left out; None
+    (after a plain warning) when the file is not a deck."""
+    try:
+        loaded = load_bytes(data)
+    except AttnvizError as e:
+        st.warning(str(e))
+        return None
+    set_current(loaded.deck)
+    st.success(f"Opened “{loaded.deck.title}”: {len(loaded.deck)} slides.")
+    for p in loaded.problems:
+        st.warning(p)
+    return loaded.deck
+
+
 # ---- adding the current view (sidebar) ----------------------------------------------------------
 
 def _add_view(link: str) -> None:
