@@ -9,6 +9,7 @@ from attnviz.complexity import figures as cp
 from attnviz.ui import complexity as ui
 from attnviz.ui.figure import figure_beside
 from attnviz.ui.present import page_intro
+from attnviz.ui.tour import tour
 
 ui.init_state()
 page_intro("Attention complexity calculator",
@@ -16,6 +17,8 @@ page_intro("Attention complexity calculator",
     "model's sizes, and what each efficient variant changes. Pick a preset or type your own sizes; "
     "every number below follows from the formulas shown, and the last tab measures attention on "
     "this machine.")
+
+tour("complexity")
 
 preset = ui.inputs()
 cfg = ui.config(preset)

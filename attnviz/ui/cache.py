@@ -7,6 +7,7 @@ import streamlit as st
 import numpy as np
 
 from attnviz.extract import extract
+from attnviz.heatmap.raster import GridLayout, grid_png
 from attnviz.lab.scaling import D_K_GRID, ScalingConfig, saturation_sweep
 from attnviz.metrics.analysis import analyse
 from attnviz.metrics.roles import RoleScores, result_role_scores
@@ -149,3 +150,21 @@ def trust_report(model_key: str, text: str, kind: str, position: int | None, tok
     enc = encode(loaded, text, max_tokens=max_tokens)
     target = make_target(loaded, enc, kind, position, token_id_of(loaded, token), second, mlm=mlm)
     return evaluate(loaded, enc, target, steps=steps, randomise=randomise, mlm=mlm, report=_report, cancel=_cancel)
+
+
+def _fingerprint(a: np.ndarray) -> tuple:
+    """A cheap identity of a large read-only array for a cache key: shape, dtype and a digest of
+    about 64k evenly spaced values (hashing all of a 512-token result's 75 MB would cost more
+    than what the cache saves)."""
+    import hashlib
+
+    flat = np.ascontiguousarray(a).reshape(-1)
+    sample = flat[:: max(1, flat.size // 65536)]
+    return a.shape, str(a.dtype), hashlib.blake2b(sample.tobytes(), digest_size=16).hexdigest()
+
+
+@st.cache_resource(max_entries=16, show_spinner=False, hash_funcs={np.ndarray: _fingerprint})
+def grid_image(attention: np.ndarray, n_layers: int, n_heads: int, thumb: int, gap: int, colorscale: str) -> bytes:
+    """The all-heads grid picture of one stack of a result (PNG bytes): the same for every head
+    choice, so a rerun after a head change only rebuilds the figure around it."""
+    return grid_png(attention, GridLayout(n_layers, n_heads, thumb, gap), colorscale)

@@ -152,7 +152,7 @@ def config(preset: str) -> cx.AttentionConfig | None:
 def headline(cfg: cx.AttentionConfig) -> None:
     """Five numbers at the chosen n: one head's matrix, a layer's scores, FLOPs, KV cache, crossover."""
     costs = cx.variant_costs(cfg)
-    m = st.columns(5)
+    m = st.container(key="cx_headline").columns(5)
     m[0].metric("One head's matrix", human_bytes(cx.one_head_matrix_bytes(cfg)),
                 help="n × n scores of one head, in the chosen dtype.")
     m[1].metric("Scores per layer (multi-head)", human_bytes(costs["mha"].attention_matrix_bytes))

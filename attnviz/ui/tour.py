@@ -51,6 +51,32 @@ TOURS: dict[str, list[tuple[str, str]]] = {
         ("nx_v", "The same heads once each weight is multiplied by the length of the value it moves: the stripe fades."),
         ("nx_mix", "With the residual connection, most of each token stays itself."),
     ],
+    "positional": [
+        ("pe_tab", "Each tab is one way of giving attention word order; this tour stays on **Sinusoidal**."),
+        ("pe_sin_table", "Row *pos* is the vector added to the token at that position: fast waves on the left, slow on the right."),
+        ("pe_dims", "Draw a few dimensions as waves: dimension 0 turns once per ~6 positions, the last barely moves."),
+        ("pe_base", "Raise the base: every wave slows down and far positions look more alike."),
+        ("pe_sin_offset", "Similarity of two positions depends only on their distance k, not on where they are."),
+    ],
+    "complexity": [
+        ("cx_preset", "Pick a real model: its sizes fill the boxes below (the sidebar's model loads only if you pick it)."),
+        ("cx_n", "Type 4096, then 100k: one head's n × n matrix grows with n², the KV cache only with n."),
+        ("cx_kv", "Fewer KV heads (grouped-query attention) shrink the KV cache, not the score matrices."),
+        ("cx_headline", "Five numbers at the chosen n; the tabs below break them down and measure them on this machine."),
+    ],
+    "training": [
+        ("tr_source", "Watch a toy task trained here, the packaged BERT fine-tuned, or saved checkpoints."),
+        ("tr_train", "Press **Train now** to train live on the CPU, or look at the recorded run below first."),
+        ("tr_frame", "Drag the slider through training: early on the cross-attention is a blur."),
+        ("tr_heat", "Later it snaps onto the anti-diagonal: output i must read input n−1−i to reverse the sequence."),
+        ("tr_entropy", "Entropy falls as a head becomes selective; a flat line is a head that stopped changing."),
+    ],
+    "deck": [
+        ("deck_shipped", "Pick the deck shipped with the app, *Attention in 50 minutes*, or open a deck file you saved."),
+        ("deck_open_shipped", "Open it: its slides appear below, where you edit titles and speaker notes and reorder."),
+        ("deck_upload", "A deck is a small JSON file: save yours after editing, open it here next time. "
+                        "Then **Prepare deck** computes every slide once and **Start presenting** opens slide 1."),
+    ],
 }
 
 HIGHLIGHT = ("outline: 3px solid #e45756; outline-offset: 4px; border-radius: 6px; "

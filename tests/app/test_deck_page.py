@@ -60,3 +60,28 @@ def test_a_bad_deck_file_is_refused_and_a_partial_one_lists_what_is_left_out():
            "slides": [{"title": "a", "page": "entropy"}, {"title": "b", "page": "nowhere"}]}
     loaded = decks.load_bytes(json.dumps(raw).encode())
     assert len(loaded.deck) == 1 and "nowhere" in loaded.problems[0]
+
+
+def test_a_slide_with_out_of_range_settings_opens_with_defaults_and_a_notice():
+    """A deck file whose slide link holds settings no control accepts (a residual share of 5, a
+    layer past the model's last): the deck loads, the slide opens in presentation mode with the
+    defaults, a notice names what was dropped, and the slide bar still steps through the deck."""
+    import json
+
+    raw = {"format": dk.FORMAT, "version": 1, "title": "odd",
+           "slides": [{"title": "Rollout, bad residual", "page": "rollout",
+                       "params": {"ro_residual": "5", "ro_fusion": "max", "layer": "99"}},
+                      {"title": "Entropy", "page": "entropy"}]}
+    loaded = decks.load_bytes(json.dumps(raw).encode())
+    assert len(loaded.deck) == 2 and not loaded.problems
+    assert decks.prepare(loaded.deck, lambda *a: None) == []
+    key = decks.start(loaded.deck)
+    slide = loaded.deck.slides[0]
+    at = open_page("app_pages/rollout.py", query={**slide.params, "deck": key, "slide": "0", "present": "1"})
+    assert at.slider(key="ro_residual").value == 0.5  # the default, not 5
+    # a refused value cannot be told apart from the others of the same link: the link's page
+    # settings all fall back, and the notice names them
+    notice = " ".join(t.value for t in at.toast)
+    assert "ro_residual" in notice and "ro_fusion" in notice and at.selectbox(key="ro_fusion").value == "mean"
+    assert any("1 / 2" in m.value for m in at.markdown)
+    assert any('href="/entropy?present=1&amp;deck=' in m.value for m in at.markdown)  # next slide

@@ -26,7 +26,7 @@ def test_tour_steps_forward_and_back():
     assert _step_text(at).startswith(f"**Tour · step {len(steps) - 1} of")
 
 
-def test_every_learn_lab_page_has_a_tour():
-    from attnviz.ui.registry import lecture_order
+def test_every_learn_page_has_a_tour():
+    from attnviz.ui.registry import PAGES
 
-    assert {p.name for p in lecture_order()} <= set(TOURS)
+    assert {p.name for p in PAGES if p.section == "Learn"} == set(TOURS)

@@ -45,3 +45,18 @@ def test_grid_figure_click_layer_has_every_head():
     scatter = fig.data[1]
     assert [list(c) for c in scatter.customdata] == [[l, h] for l in range(2) for h in range(3)]
     assert fig.data[0].source.startswith("data:image/png;base64,")
+
+
+def test_grid_frames_are_shapes_around_the_open_and_ablated_heads():
+    """The picture does not depend on the open head (so it is cached once per result); the frames
+    are rectangles centred on the chosen thumbnails: red for the open head, grey for ablated ones."""
+    layout = GridLayout(2, 3, 16, 2)
+    att = np.random.default_rng(0).random((2, 3, 5, 5)).astype(np.float32)
+    png = grid_png(att, layout)
+    assert png == grid_png(att, layout)
+    fig = grid_figure(png, layout, selected=(1, 2), ablated={(0, 1)})
+    rects = {(s.line.color): ((s.x0 + s.x1) / 2, (s.y0 + s.y1) / 2, s.x1 - s.x0) for s in fig.layout.shapes}
+    assert set(rects) == {"rgb(220,30,30)", "rgb(140,140,140)"}
+    assert rects["rgb(220,30,30)"] == (*layout.centre(1, 2), 16 + 2)
+    assert rects["rgb(140,140,140)"] == (*layout.centre(0, 1), 16 + 2)
+    assert grid_figure(png, layout).layout.shapes == ()
