@@ -170,7 +170,7 @@ def grid_figure(png: bytes, layout: GridLayout, *, head_means=None, ablated=(), 
         x0, y0 = layout.gap + head * step, layout.gap + layer * step
         half = layout.gap / 2
         fig.add_shape(type="rect", x0=x0 - half, x1=x0 + layout.thumb + half, y0=y0 - half,
-                      y1=y0 + layout.thumb + half, line=dict(color=colour, width=max(2, layout.gap)), layer="above")
+                      y1=y0 + layout.thumb + half, line=dict(color=colour, width=max(3, layout.gap)), layer="above")
     fig.update_layout(
         height=int(layout.height * 1.0 + 70), margin=dict(l=60, r=10, t=30, b=10), dragmode=False,
         xaxis=dict(range=[0, layout.width], showgrid=False, zeroline=False, side="top", title="head",

@@ -152,10 +152,13 @@ def config(preset: str) -> cx.AttentionConfig | None:
 def headline(cfg: cx.AttentionConfig) -> None:
     """Five numbers at the chosen n: one head's matrix, a layer's scores, FLOPs, KV cache, crossover."""
     costs = cx.variant_costs(cfg)
+    # five numbers side by side: a smaller value font so "9.66 GFLOP" is not cut short
+    st.html("<style>.st-key-cx_headline [data-testid='stMetricValue'] { font-size: 1.75rem; }</style>")
     m = st.container(key="cx_headline").columns(5)
     m[0].metric("One head's matrix", human_bytes(cx.one_head_matrix_bytes(cfg)),
                 help="n × n scores of one head, in the chosen dtype.")
-    m[1].metric("Scores per layer (multi-head)", human_bytes(costs["mha"].attention_matrix_bytes))
+    m[1].metric("Scores per layer", human_bytes(costs["mha"].attention_matrix_bytes),
+                help="All heads' n × n scores of one layer (multi-head attention), in the chosen dtype.")
     m[2].metric("Attention FLOPs (forward)", human_flops(costs["mha"].flops_forward))
     m[3].metric("KV cache at n", human_bytes(costs["gqa"].kv_cache_bytes),
                 help=f"With the config's {cfg.n_kv_heads} KV heads per layer.")

@@ -24,7 +24,7 @@ def metrics(at):
 def test_bert_base_numbers(at):
     m = metrics(at)
     assert m["One head's matrix"] == "512 KiB"  # 512 x 512 x 2 bytes = 524,288 = 512 x 1024
-    assert m["Scores per layer (multi-head)"] == "6 MiB"  # 12 heads x 512 KiB
+    assert m["Scores per layer"] == "6 MiB"  # 12 heads x 512 KiB
     assert m["Attention FLOPs (forward)"] == "9.66 GFLOP"
     assert m["KV cache at n"] == "18 MiB"  # 2 x 12 x 12 x 64 x 2 B x 512 tokens = 18 x 2^20
     assert m["Attention passes FFN at"] == "n ≈ 3,072"
