@@ -8,7 +8,7 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup setup-dev run test walk bench chromium clean
+.PHONY: setup setup-dev run test walk bench chromium nginx serve-replicas clean
 
 $(VENV)/.runtime: requirements.txt requirements-models.txt
 	$(PYTHON) -m venv $(VENV)
@@ -33,13 +33,23 @@ chromium:
 		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium chromium-driver; \
 	fi
 
-test: setup-dev chromium
+# Debian's nginx for the replica test and `make serve-replicas` (run with its own config; no system service).
+nginx:
+	@if [ ! -x /usr/sbin/nginx ]; then \
+		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq nginx; \
+	fi
+
+test: setup-dev chromium nginx
 	$(PY) -m pytest -q -p no:cacheprovider
 
 # The full browser walk: every page, every control's options (up to 6), away and back.
 # `make test` runs the reduced walk; the report is test-artifacts/walk-report.json.
 walk: setup-dev chromium
 	ATTNVIZ_WALK=full $(PY) -m pytest -q -p no:cacheprovider -s tests/browser/test_walk.py
+
+# Two replicas behind nginx with sticky sessions at http://127.0.0.1:$(PORT) (deploy/nginx.conf.template).
+serve-replicas: setup nginx
+	$(PY) -m attnviz.classroom.replicas --port $(PORT) --replicas 2
 
 bench: setup
 	$(PY) -m attnviz.bench
