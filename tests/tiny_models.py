@@ -55,3 +55,31 @@ def build(arch: str, tokenizer=None, seed: int = 0):
 def tiny_loaded(arch: str, tokenizer=None, seed: int = 0) -> LoadedModel:
     model, tok, config = build(arch, tokenizer, seed)
     return LoadedModel(key=f"tiny-{arch}", model=model, tokenizer=tok, facts=model_facts(config, f"tiny-{arch}"))
+
+
+# ------------------------------------------------------------------ long inputs (issue 14)
+def _long_configs(vocab: int, window: int):
+    from transformers import LlamaConfig, MistralConfig
+
+    return {
+        # grouped-query attention (6 query heads over 2 key/value heads) and a long context
+        "llama-long": LlamaConfig(vocab_size=vocab, hidden_size=48, num_hidden_layers=2, num_attention_heads=6,
+                                  num_key_value_heads=2, intermediate_size=64, max_position_embeddings=4096),
+        # Mistral's sliding window, smaller than the inputs the tests use
+        "mistral-window": MistralConfig(vocab_size=vocab, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                        num_key_value_heads=2, intermediate_size=64, max_position_embeddings=4096,
+                                        sliding_window=window, head_dim=8),
+    }
+
+
+def tiny_long_loaded(arch: str, tokenizer=None, seed: int = 0, window: int = 7) -> LoadedModel:
+    """A tiny random "llama-long" (GQA, 4,096-token context) or "mistral-window" (sliding window
+    `window`) model, eager attention, as a LoadedModel."""
+    import transformers
+
+    tokenizer = tokenizer or minilm_tokenizer()
+    config = _long_configs(len(tokenizer), window)[arch]
+    config._attn_implementation = "eager"
+    torch.manual_seed(seed)
+    model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager").eval()
+    return LoadedModel(key=f"tiny-{arch}", model=model, tokenizer=tokenizer, facts=model_facts(config, f"tiny-{arch}"))

@@ -1,0 +1,132 @@
+"""Block-pooled maps for the all-heads grid: every layer x head map shrunk to tiles x tiles, blockwise.
+
+Tiles follow np.array_split: with n = tiles * s + r, the first r tiles span s + 1 positions and the rest s,
+on both axes. A tile holds the mean or the max of the weights in it (hidden cells count as 0, as in the
+dense map). Query blocks are whole tile rows, so no tile is ever split between two blocks."""
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+
+import numpy as np
+
+from attnviz.errors import BadInput
+
+POOLINGS = ("mean", "max")
+DEFAULT_TILES = 64  # 64 x 64 per head: 30 x 9 heads of SmolLM2 = 1.1 M cells
+
+
+def tile_edges(n: int, tiles: int) -> np.ndarray:
+    """int64 (t+1,): tile boundaries over n positions, t = min(tiles, n), np.array_split sizes."""
+    if tiles < 1:
+        raise BadInput("The grid needs at least one tile per head.")
+    t = min(int(tiles), int(n))
+    s, r = divmod(n, t)
+    sizes = np.full(t, s, dtype=np.int64)
+    sizes[:r] += 1
+    return np.concatenate([[0], np.cumsum(sizes)])
+
+
+def row_blocks(edges: np.ndarray, rows: int) -> list[tuple[int, int]]:
+    """[(q0, q1)]: consecutive whole tile rows, about `rows` positions each (at least one tile)."""
+    out, start = [], 0
+    for i in range(1, len(edges)):
+        if edges[i] - edges[start] >= rows or i == len(edges) - 1:
+            out.append((int(edges[start]), int(edges[i])))
+            start = i
+    return out
+
+
+@dataclass(frozen=True)
+class PooledGrid:
+    """Every head's map pooled to tiles (read-only)."""
+
+    mean: np.ndarray  # float32 (layer, head, t, t): mean weight per tile
+    max: np.ndarray  # float32 (layer, head, t, t): largest weight per tile
+    edges: np.ndarray  # int64 (t+1,): tile boundaries (token positions) on both axes
+
+    def __post_init__(self):
+        for a in (self.mean, self.max, self.edges):
+            a.flags.writeable = False
+
+    def tiles(self, how: str = "mean") -> np.ndarray:
+        if how not in POOLINGS:
+            raise BadInput(f"Pool the grid by 'mean' or 'max', not {how!r}.")
+        return self.mean if how == "mean" else self.max
+
+    def payload_bytes(self, how: str = "mean", encoding: str = "png") -> int:
+        """Bytes the grid would send: "float16" (raw tiles), "uint8" (one byte per tile, each head scaled
+        to its own maximum) or "png" (those bytes as one greyscale PNG, tiles side by side)."""
+        t = self.tiles(how)
+        if encoding == "float16":
+            return int(t.size * 2)
+        L, H, s, _ = t.shape
+        peak = t.reshape(L, H, -1).max(axis=-1)[:, :, None, None]
+        u8 = np.round(np.divide(t, peak, out=np.zeros_like(t), where=peak > 0) * 255).astype(np.uint8)
+        if encoding == "uint8":
+            return int(u8.size)
+        from PIL import Image
+
+        canvas = u8.transpose(0, 2, 1, 3).reshape(L * s, H * s)  # (layer*t, head*t)
+        buf = io.BytesIO()
+        Image.fromarray(canvas).save(buf, format="PNG", optimize=True)
+        return len(buf.getvalue())
+
+
+class Pooler:
+    """Accumulates tile sums and maxima from blocks of weights (whole tile rows at a time)."""
+
+    def __init__(self, n_layers: int, n_heads: int, n: int, tiles: int = DEFAULT_TILES):
+        self.edges = tile_edges(n, tiles)
+        t = len(self.edges) - 1
+        self.big = int((n % t) if n % t else 0)  # tiles of size s + 1 come first
+        self.size = n // t
+        self.sum = np.zeros((n_layers, n_heads, t, t), dtype=np.float32)
+        self.max = np.zeros((n_layers, n_heads, t, t), dtype=np.float32)
+
+    def key_start(self, k0: int) -> int:
+        """The tile edge at or before key k0 (blocks start their keys there)."""
+        return int(self.edges[np.searchsorted(self.edges, k0, side="right") - 1])
+
+    def add(self, layer: int, w, q0: int, k0: int) -> None:
+        """w: torch float32 (head, q1-q0, K) weights of rows q0.. (whole tile rows) over keys k0..k0+K-1,
+        k0 a tile edge and k0+K a tile edge; cells outside are 0."""
+        import torch
+
+        e = self.edges
+        H, B, K = w.shape
+        a = int(np.searchsorted(e, k0))  # first key tile
+        b = int(np.searchsorted(e, k0 + K))  # one past the last key tile
+        parts_sum, parts_max = [], []
+        split = int(e[min(max(self.big, a), b)])  # tiles before `big` have size s + 1
+        for lo, hi, size in ((k0, split, self.size + 1), (split, k0 + K, self.size)):
+            if hi > lo:
+                v = w[:, :, lo - k0:hi - k0].reshape(H, B, (hi - lo) // size, size)
+                parts_sum.append(v.sum(-1))
+                parts_max.append(v.amax(-1))
+        col_sum, col_max = torch.cat(parts_sum, -1), torch.cat(parts_max, -1)  # (H, B, tiles a..b)
+        ra, rb = int(np.searchsorted(e, q0)), int(np.searchsorted(e, q0 + B))
+        for t in range(ra, rb):
+            r0, r1 = int(e[t]) - q0, int(e[t + 1]) - q0
+            self.sum[layer, :, t, a:b] += col_sum[:, r0:r1].sum(1).numpy()
+            np.maximum(self.max[layer, :, t, a:b], col_max[:, r0:r1].amax(1).numpy(), out=self.max[layer, :, t, a:b])
+
+    def result(self) -> PooledGrid:
+        sizes = np.diff(self.edges).astype(np.float32)
+        mean = self.sum / (sizes[:, None] * sizes[None, :])
+        return PooledGrid(mean=mean.astype(np.float32), max=self.max, edges=self.edges)
+
+
+def pooled_grid(long, tiles: int = DEFAULT_TILES, rows: int = 256) -> PooledGrid:
+    """PooledGrid of a LongAttention, recomputed blockwise (summaries.summarise makes it in its own pass)."""
+    pooler = Pooler(long.n_layers, long.n_heads, long.seq_len, tiles)
+    for layer in range(long.n_layers):
+        for q0, q1 in row_blocks(pooler.edges, rows):
+            w, k0 = long.block(layer, None, q0, q1)
+            kk = pooler.key_start(k0)
+            if kk < k0:
+                import torch
+
+                w = torch.nn.functional.pad(w, (k0 - kk, 0))
+            pooler.add(layer, w, q0, kk)
+    return pooler.result()

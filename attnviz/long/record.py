@@ -1,0 +1,195 @@
+"""One forward pass with an efficient attention kernel (SDPA) that records every layer's queries and keys.
+
+Hook points attn.q (layer, head, n, d_head) and attn.k (layer, kv_head, n, d_head), after projection and
+RoPE, keys once per key/value head. A registered attention function stores them (float32: float16 would
+move softmax weights by up to ~1e-3 at 4,096 tokens, far from eager's numbers) and hands the real work
+to transformers' SDPA attention, so no layer ever materialises its weights. Each layer's scaling, causal
+flag and sliding window are read from the call and the config; the mask the model builds is checked
+against them on a sample of rows, so a model whose mask is something else is refused, not misdrawn."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from attnviz.errors import AttentionUnavailable
+from attnviz.extract import encode
+from attnviz.hooks import attention_function, register_attention
+from attnviz.long.maps import LongAttention
+
+NAME = "attnviz_long_record"
+# Query rows per layer whose mask from the model is compared with the one rebuilt from the config.
+CHECK_ROWS = 64
+# Keyword arguments that add something to q·k × scaling: the recorded q and k would not explain the weights.
+_SCORE_EXTRAS = ("softcap", "s_aux", "sinks", "position_bias", "alibi")
+_STATE = threading.local()
+_REGISTERED = False
+
+
+def unsupported(model_type: str, why: str) -> AttentionUnavailable:
+    return AttentionUnavailable(
+        f"Long inputs need a model whose attention is a plain softmax of q·k × scaling that attnviz can "
+        f"record; the '{model_type}' model does not qualify: {why} Inputs are capped at the dense "
+        f"512-token limit for it.")
+
+
+class _Recording:
+    """Preallocated (torch-owned) arrays filled layer by layer while the model runs (batch of one)."""
+
+    def __init__(self, config, n_layers: int, n_heads: int, n: int, key_mask: np.ndarray, causal: bool):
+        self.config, self.n_layers, self.n_heads, self.n = config, n_layers, n_heads, n
+        self.key_mask, self.model_causal = key_mask, causal
+        self.query = self.key = None
+        self.scaling = np.full(n_layers, np.nan)
+        self.causal = np.zeros(n_layers, dtype=bool)
+        self.window = np.zeros(n_layers, dtype=np.int64)
+        self.seen: set[int] = set()
+        self.calls = 0
+        self.problem: str | None = None
+        self.rows = np.unique(np.linspace(0, n - 1, min(n, CHECK_ROWS)).round().astype(int))
+
+    def window_of(self, module, layer: int, kwargs) -> int:
+        """The layer's sliding window from the call, the module, or the config (layer_types)."""
+        w = kwargs.get("sliding_window", getattr(module, "sliding_window", None))
+        if w is None:
+            types = getattr(self.config, "layer_types", None)
+            if types and layer < len(types) and types[layer] == "sliding_attention":
+                w = getattr(self.config, "sliding_window", None)
+        return int(w) if w else 0
+
+    def add(self, module, query, key, attention_mask, scaling: float, kwargs) -> None:
+        import torch
+
+        if self.problem:
+            return
+        layer = getattr(module, "layer_idx", None)
+        layer = self.calls if layer is None else int(layer)
+        self.calls += 1
+        _, n_heads, n, d = query.shape  # (B, H, T, d)
+        n_kv = key.shape[1]  # (B, H_kv, T, d)
+        if layer in self.seen or not 0 <= layer < self.n_layers:
+            self.problem = f"its attention layer {layer} ran twice or is not one of its {self.n_layers} layers."
+            return
+        if query.shape[0] != 1 or n_heads != self.n_heads or n != self.n or key.shape[2] != n or n_heads % n_kv:
+            self.problem = "its attention layers do not see the whole input as one block of heads."
+            return
+        extras = [k for k in _SCORE_EXTRAS if kwargs.get(k) is not None]
+        if extras:
+            self.problem = f"its scores get more than q·k × scaling ({', '.join(extras)})."
+            return
+        if self.query is None:  # torch's allocator: large blocks are written faster than np.empty's
+            self.query = torch.empty((self.n_layers, n_heads, n, d), dtype=torch.float32).numpy()
+            self.key = torch.empty((self.n_layers, n_kv, n, d), dtype=torch.float32).numpy()
+        elif self.key.shape[1] != n_kv or self.query.shape[3] != d:
+            self.problem = "its layers differ in head count or head width."
+            return
+        self.seen.add(layer)
+        causal = kwargs.get("is_causal")
+        causal = bool(getattr(module, "is_causal", self.model_causal) if causal is None else causal)
+        self.causal[layer], self.window[layer], self.scaling[layer] = causal, self.window_of(module, layer, kwargs), scaling
+        self.query[layer] = query[0].detach().float().numpy()  # attn.q (head, n, d)
+        self.key[layer] = key[0].detach().float().numpy()  # attn.k (kv_head, n, d)
+        self.check_mask(layer, attention_mask)
+
+    def expected(self, layer: int):
+        """bool (rows, n): the mask rebuilt from the causal flag, the window and the key padding."""
+        i, j = self.rows[:, None], np.arange(self.n)[None, :]
+        ok = np.broadcast_to(self.key_mask[None, :], (len(self.rows), self.n))
+        if self.causal[layer]:
+            ok = ok & (j <= i)
+            if self.window[layer]:
+                ok = ok & (j > i - self.window[layer])
+        return ok
+
+    def check_mask(self, layer: int, attention_mask) -> None:
+        import torch
+
+        want = self.expected(layer)
+        if attention_mask is None:  # SDPA's own causal flag, or no mask at all
+            got = np.tril(np.ones((self.n, self.n), dtype=bool))[self.rows] if self.causal[layer] else \
+                np.ones((len(self.rows), self.n), dtype=bool)
+        else:
+            m = attention_mask[0, 0] if attention_mask.dim() == 4 else attention_mask
+            m = m[torch.from_numpy(self.rows)]
+            got = (m if m.dtype == torch.bool else m > torch.finfo(m.dtype).min / 2).numpy()
+            if got.shape != want.shape:
+                self.problem = "its attention mask does not cover the whole input."
+                return
+        if not np.array_equal(got, want):
+            self.problem = ("its attention mask is not the causal / sliding-window / padding mask its config "
+                            "describes (chunked or otherwise local attention).")
+
+
+def _record(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
+    """Registered attention function: record q, k and the layer's mask facts, then run SDPA."""
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    if scaling is None:
+        scaling = query.size(-1) ** -0.5
+    state = getattr(_STATE, "current", None)
+    if state is not None:
+        state.add(module, query, key, attention_mask, float(scaling), kwargs)
+    return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
+                                  **kwargs)
+
+
+def register() -> None:
+    """Register the recording attention function (with SDPA's mask builder, which leaves a plain causal
+    or unpadded mask as None so the kernel runs its fast causal path)."""
+    global _REGISTERED
+    if _REGISTERED:
+        return
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
+
+    register_attention(NAME, _record)
+    ALL_MASK_ATTENTION_FUNCTIONS.register(NAME, sdpa_mask)  # replaces hooks' eager mask for this name
+    _REGISTERED = True
+
+
+def runner_and_inputs(loaded, inputs: dict):
+    """(module to call, keyword inputs): the base model without its LM head (at 4,096 tokens SmolLM2's
+    logits alone would be 0.8 GB), without a KV cache."""
+    model = loaded.model
+    runner = getattr(model, "base_model", model)
+    kw = {k: v for k, v in inputs.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
+    if loaded.facts.kind == "decoder":
+        kw["use_cache"] = False
+    return runner, kw
+
+
+def record(loaded, text: str, *, max_tokens: int | None = None) -> LongAttention:
+    """Run `loaded` (a LoadedModel) once over text with SDPA attention and return every layer's queries
+    and keys as a LongAttention. max_tokens: default the model's context.
+
+    Raises BadInput (empty text) or AttentionUnavailable (encoder-decoders, models whose attention is not
+    plain q·k × scaling with a causal / sliding-window / padding mask, or that bypass transformers'
+    attention functions)."""
+    import torch
+
+    facts, model = loaded.facts, loaded.model
+    model_type = getattr(model.config, "model_type", "unknown")
+    if facts.kind == "encoder-decoder":
+        raise unsupported(model_type, "it is an encoder-decoder.")
+    register()
+    limit = max_tokens or facts.max_positions or None
+    e = encode(loaded, text, max_tokens=limit)
+    n = len(e.ids)
+    key_mask = e.inputs["attention_mask"][0].numpy().astype(bool)
+    state = _Recording(model.config, facts.n_layers, facts.n_heads, n, key_mask, facts.causal)
+    runner, inputs = runner_and_inputs(loaded, e.inputs)
+    with loaded.lock, torch.inference_mode():
+        _STATE.current = state
+        try:
+            with attention_function((model.config, getattr(runner, "config", model.config)), NAME):
+                runner(**inputs, return_dict=True)
+        finally:
+            _STATE.current = None
+    if state.problem:
+        raise unsupported(model_type, state.problem)
+    if len(state.seen) != facts.n_layers:
+        raise unsupported(model_type, f"only {len(state.seen)} of its {facts.n_layers} attention layers go through "
+                                      "transformers' attention functions, so their q and k cannot be read.")
+    return LongAttention(query=state.query, key=state.key, scaling=state.scaling, causal=state.causal,
+                         sliding_window=state.window, key_mask=key_mask, tokens=e.tokens,
+                         token_ids=tuple(int(i) for i in e.ids), special_mask=e.special, facts=facts,
+                         text=e.text, truncation=e.truncation)

@@ -1,0 +1,224 @@
+"""Per-head summaries of a LongAttention computed blockwise, never from a full n x n map held in memory.
+
+One pass over every layer, 256 query rows (whole pooling tiles) at a time, every head of the layer at
+once, yields: per-row entropy (metrics/entropy.py's definition, nats and normalised), the weight on
+position 0 (sink mass, the 'first' role), the weight summed by distance |i - j| (from which come the
+mean attention distance and the attention-vs-distance profile), the role scores of metrics/roles.py
+(RoleReader's positions and row weights, broadness from its own function), and the pooled grid.
+
+How a block stays cheap: workspace tensors are allocated once (fresh 40 MB tensors per block cost more
+than the maths); the entropy is lse - sum_j p_j s_j, with lse read off the largest weight, so no log is
+taken of every weight; for causal layers the weights summed along each diagonal (one per distance) are
+a strided view of the weights laid out with one zero row before them, summed over the rows."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from attnviz.errors import BadInput
+from attnviz.long.maps import LongAttention, tensor
+from attnviz.long.pooled import DEFAULT_TILES, PooledGrid, Pooler, row_blocks
+from attnviz.metrics.entropy import padding_positions
+from attnviz.metrics.roles import ROLE_KEYS, RoleReader, RoleScores, broadness
+
+BLOCK_ROWS = 256
+MASKED = -1e30  # finite stand-in for -inf: exp gives exactly 0 and 0 * MASKED stays 0 (not nan)
+
+
+@dataclass(frozen=True)
+class LongSummaries:
+    """Blockwise summaries of every head of one LongAttention (read-only arrays)."""
+
+    nats: np.ndarray  # float32 (layer, head, n): entropy of each query row in nats
+    normalised: np.ndarray  # float32 (layer, head, n): nats / log(keys the row may see), in [0, 1]
+    head_nats: np.ndarray  # float32 (layer, head): mean over valid (non-padding) rows
+    head_normalised: np.ndarray  # float32 (layer, head)
+    sink: np.ndarray  # float32 (layer, head): mean weight on position 0 (the 'first' role)
+    mean_distance: np.ndarray  # float32 (layer, head): mean over rows of sum_j p_ij |i - j|, in tokens
+    distance_weight: np.ndarray  # float64 (layer, head, n): weight summed over valid rows at |i - j| = d
+    distance_count: np.ndarray  # int64 (layer, n): (valid row, visible key) pairs at |i - j| = d
+    roles: RoleScores  # role scores (role, layer, head) as metrics/roles.py defines them
+    pooled: PooledGrid  # every head pooled to tiles (mean and max)
+
+    def __post_init__(self):
+        for a in (self.nats, self.normalised, self.head_nats, self.head_normalised, self.sink,
+                  self.mean_distance, self.distance_weight, self.distance_count):
+            a.flags.writeable = False
+
+    def profile(self, n_bins: int = 32, log: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(edges int64 (bins+1,), per head float64 (layer, head, bins), per layer (layer, bins)):
+        the mean weight of a (query, visible key) pair whose distance |i - j| lies in [edges[b], edges[b+1]);
+        bins log-spaced (distance 0 gets its own) or linear; nan where a bin holds no pair."""
+        n = self.distance_weight.shape[-1]
+        if n_bins < 1:
+            raise BadInput("The distance profile needs at least one bin.")
+        if log and n > 2:
+            edges = np.unique(np.concatenate([[0, 1], np.geomspace(1, n, n_bins).round().astype(np.int64)]))
+        else:
+            edges = np.unique(np.linspace(0, n, n_bins + 1).round().astype(np.int64))
+        edges[-1] = n
+        w = np.add.reduceat(self.distance_weight, edges[:-1], axis=-1)  # (L, H, bins)
+        c = np.add.reduceat(self.distance_count, edges[:-1], axis=-1).astype(np.float64)  # (L, bins)
+        per_head = np.divide(w, c[:, None, :], out=np.full(w.shape, np.nan), where=c[:, None, :] > 0)
+        per_layer = np.divide(w.mean(axis=1), c, out=np.full(c.shape, np.nan), where=c > 0)
+        return edges, per_head, per_layer
+
+
+def visible_counts(long: LongAttention, layer: int) -> np.ndarray:
+    """int64 (n,): keys each query row of `layer` may see (causal, window and key padding)."""
+    n = long.seq_len
+    csum = np.concatenate([[0], np.cumsum(long.key_mask, dtype=np.int64)])
+    i = np.arange(n)
+    if not long.causal[layer]:
+        return np.full(n, csum[-1])
+    w = int(long.sliding_window[layer])
+    lo = np.maximum(0, i - w + 1) if w else np.zeros(n, dtype=np.int64)
+    return csum[i + 1] - csum[lo]
+
+
+def distance_counts(long: LongAttention, layer: int, valid: np.ndarray) -> np.ndarray:
+    """int64 (n,): pairs (valid query i, visible key j) with |i - j| = d, for each d."""
+    n = long.seq_len
+    km, v = long.key_mask.astype(np.int64), valid.astype(np.int64)
+    w = int(long.sliding_window[layer]) if long.causal[layer] else 0
+    out = np.zeros(n, dtype=np.int64)
+    for d in range(n if not w else min(n, w)):
+        out[d] = v[d:] @ km[: n - d]  # j = i - d
+        if not long.causal[layer] and d:
+            out[d] += v[: n - d] @ km[d:]  # j = i + d
+    return out
+
+
+class _Workspace:
+    """Scores and weights buffers reused for every block: weights live after one zero row per head."""
+
+    def __init__(self, n_heads: int, rows: int, n: int):
+        import torch
+
+        self.scores = torch.empty(n_heads * rows * n, dtype=torch.float32)
+        self.padded = torch.empty(n_heads * (rows + 1) * n, dtype=torch.float32)
+
+    def weights(self, H: int, B: int, K: int):
+        """(H, B, K) view of the weights, each head's rows preceded by one zero row."""
+        buf = self.padded[: H * (B + 1) * K].view(H, B + 1, K)
+        buf[:, 0].zero_()
+        return buf[:, 1:]
+
+
+def _diagonal_sums(w, q0: int, k0: int):
+    """float32 (H, D): sum over the rows of w (H, B, K, causal rows q0.. over keys k0..) of the weight
+    at distance d = i - j, for d = 0..D-1 with D = q0 + B - k0, from a strided view: w must be the
+    view _Workspace.weights returned (one zero row before each head's rows)."""
+    H, B, K = w.shape
+    D = q0 + B - k0
+    base = w.storage_offset() + (1 - B)  # row r, distance d sits at base + r(K+1) + (D-1-d)
+    view = w.as_strided((H, D, B), ((B + 1) * K, 1, K + 1), base)  # (H, D-1-d, r)
+    return view.sum(-1).flip(-1)
+
+
+def _gather_distance(w, q0: int, k0: int, n: int):
+    """float32 (H, n): as _diagonal_sums for any layer (both sides of the diagonal), by index."""
+    import torch
+
+    H, B, K = w.shape
+    i = torch.arange(q0, q0 + B)[:, None]
+    d = torch.arange(n)[None, :]
+    out = torch.zeros(H, n)
+    for j, side in ((i - d, d >= 0), (i + d, d > 0)):  # keys to the left (and the diagonal), then to the right
+        ok = (j >= k0) & (j < k0 + K) & side
+        if ok.any():
+            g = torch.gather(w, -1, (j - k0).clamp(0, K - 1).expand(H, B, n))  # (H, B, n)
+            out += (g * ok).sum(1)
+    return out
+
+
+def summarise(long: LongAttention, *, tiles: int = DEFAULT_TILES, rows: int = BLOCK_ROWS,
+              progress=None, cancelled=None) -> LongSummaries:
+    """Every summary of `long`, in one blockwise pass. progress(done, total) is called after each layer;
+    cancelled() returning True stops the pass (BadInput: nothing half-computed is returned)."""
+    import torch
+
+    L, H, n = long.n_layers, long.n_heads, long.seq_len
+    pad = padding_positions(long.tokens, long.special_mask)
+    valid = ~pad
+    reader = RoleReader(long.tokens, long.special_mask, causal=bool(long.causal.all()))
+    cols = sorted({0} | {int(c) for _, cs in reader.col_groups for c in cs})
+    col_pos = {c: i for i, c in enumerate(cols)}
+    row_weight = torch.from_numpy(reader.row_weight)  # (n,): 1/|valid| on valid rows
+    nats = np.zeros((L, H, n), dtype=np.float32)
+    dist = np.zeros((L, H, n), dtype=np.float64)
+    counts = np.zeros((L, n), dtype=np.int64)
+    col_mean = np.zeros((L, H, len(cols)), dtype=np.float64)
+    n_visible = np.zeros((L, n), dtype=np.int64)
+    near = np.zeros((3, L, H), dtype=np.float64)  # weight summed on key i, i - 1, i + 1 (self, prev, next)
+    counted: dict[tuple, np.ndarray] = {}
+    pooler = Pooler(L, H, n, tiles)
+    blocks = row_blocks(pooler.edges, rows)
+    ws = _Workspace(H, max(b - a for a, b in blocks), n)
+    cols_t = torch.tensor(cols, dtype=torch.long)
+    with torch.inference_mode():
+        for layer in range(L):
+            n_visible[layer] = visible_counts(long, layer)
+            shape = (bool(long.causal[layer]), int(long.sliding_window[layer]))
+            if shape not in counted:
+                counted[shape] = distance_counts(long, layer, valid)
+            counts[layer] = counted[shape]
+            for q0, q1 in blocks:
+                if cancelled is not None and cancelled():
+                    raise BadInput("The summaries were cancelled; nothing was kept.")
+                B = q1 - q0
+                lo, _ = long.key_range(layer, q0, q1)
+                s, k0 = long.scores(layer, None, q0, q1, k0=pooler.key_start(lo), out=ws.scores, fill=MASKED)
+                K = s.shape[-1]
+                w = ws.weights(H, B, K)
+                torch.softmax(s, dim=-1, out=w)  # (H, B, K)
+                pooler.add(layer, w, q0, k0)
+                # entropy: H = lse - sum_j p_j s_j; lse = s_m - log p_m at the largest weight m
+                p_max, arg = w.max(dim=-1)  # (H, B)
+                lse = s.gather(-1, arg[..., None])[..., 0] - torch.log(p_max)
+                ps = torch.mul(w, s, out=s).sum(-1)  # s is not needed any more
+                nats[layer, :, q0:q1] = (lse - ps).clamp_(min=0).numpy()
+                # column roles (first / [CLS] / [SEP] / punctuation): weighted column sums
+                inside = (cols_t >= k0) & (cols_t < k0 + K)
+                if inside.any():
+                    sel = w.index_select(-1, cols_t[inside] - k0)  # (H, B, c)
+                    part = torch.matmul(row_weight[q0:q1], sel)  # (H, c)
+                    idx = [col_pos[int(c)] for c in cols_t[inside]]
+                    col_mean[layer][:, idx] += part.numpy()
+                # self / previous / next token roles: the weights beside the diagonal, rows as RoleReader has them
+                for r, (rows_, step) in enumerate(((reader.q, 0), (reader.qp, -1), (reader.qn, 1))):
+                    i = rows_[(rows_ >= q0) & (rows_ < q1)]
+                    i = i[(i + step >= k0) & (i + step < k0 + K)]
+                    if i.size:
+                        near[r, layer] += w[:, torch.from_numpy(i - q0), torch.from_numpy(i + step - k0)].sum(-1).numpy()
+                # weight by distance, over valid rows only
+                if not valid[q0:q1].all():
+                    w[:, torch.from_numpy(~valid[q0:q1])] = 0
+                if long.causal[layer]:
+                    dsum = _diagonal_sums(w, q0, k0)
+                    dist[layer, :, : dsum.shape[-1]] += dsum.numpy()
+                else:
+                    dist[layer] += _gather_distance(w, q0, k0, n).numpy()
+            if progress is not None:
+                progress(layer + 1, L)
+    # every row's entropy, normalised by the keys it may see (metrics/entropy.py's RowEntropy.finish)
+    log_n = np.log(np.maximum(n_visible, 1)).astype(np.float32)[:, None, :]
+    norm = np.minimum(np.divide(nats, log_n, out=np.zeros_like(nats), where=log_n > 0), 1.0)
+    head_nats, head_norm = nats[..., valid].mean(axis=-1), norm[..., valid].mean(axis=-1)
+    # role scores, as RoleReader.layer and role_scores define them
+    roles = np.full((len(ROLE_KEYS), L, H), np.nan, dtype=np.float32)
+    idx = reader.idx
+    roles[idx["first"]] = col_mean[:, :, col_pos[0]]
+    for role, cs in reader.col_groups:
+        roles[role] = col_mean[:, :, [col_pos[int(c)] for c in cs]].sum(axis=-1)
+    for r, (role, rows_) in enumerate((("self", reader.q), ("prev", reader.qp), ("next", reader.qn))):
+        if rows_.size:
+            roles[idx[role]] = near[r] / rows_.size
+    roles[idx["broad"]] = broadness(nats, n_visible[:, None, :])[..., reader.q].mean(axis=-1)
+    mean_distance = (dist * np.arange(n)).sum(axis=-1) / max(valid.sum(), 1)
+    return LongSummaries(nats=nats, normalised=norm.astype(np.float32), head_nats=head_nats.astype(np.float32),
+                         head_normalised=head_norm.astype(np.float32), sink=roles[idx["first"]].copy(),
+                         mean_distance=mean_distance.astype(np.float32), distance_weight=dist,
+                         distance_count=counts, roles=RoleScores(roles), pooled=pooler.result())
+
