@@ -41,7 +41,7 @@ if scope.startswith("the current"):
     scores = aw.analysis_of_sidebar(result=result).roles
     where = f"the current sentence ({result.seq_len} tokens)"
 else:
-    scores = aw.corpus_role_scores(key)
+    scores = aw.corpus_role_scores(key, words=result.word_starts is not None)
     if result.quantity != "weights":
         st.caption("Averaged scores are computed from attention weights; choose the current sentence to score "
                    f"the {lens_ui.label(result)}.")

@@ -113,6 +113,9 @@ class AttentionResult(LayerHeadShape):
     # what `attention` holds: "weights" (the softmax weights), or a contribution quantity shown
     # through the lens (contrib/compute.py): "value-weighted" or "ALTI" (one map per layer)
     quantity: str = "weights"
+    # word level (attnviz/words): the first piece of each word in the tokenised input; None = one
+    # position per token as the tokenizer made them
+    word_starts: tuple | None = None
 
     def __post_init__(self):
         att = self.attention

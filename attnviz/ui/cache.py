@@ -47,8 +47,13 @@ def get_query_key(model_key: str, text: str, text_pair: str | None, max_tokens: 
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
-def analysis(key: str, text: str, pair: str | None, max_tokens: int | None, quantity: str = "weights"):
-    return analyse(lensed_result(key, text, pair, max_tokens, quantity))
+def analysis(key: str, text: str, pair: str | None, max_tokens: int | None, quantity: str = "weights",
+             words: bool = False):
+    """HeadAnalysis of the result through the lens `quantity`, at word level when `words`."""
+    result = lensed_result(key, text, pair, max_tokens, quantity)
+    if words:
+        result = word_level(result, key, text, pair, max_tokens, quantity)
+    return analyse(result)
 
 
 # Value-weighted attention, ALTI and mixing ratios of every layer (Contributions page, the lens):
@@ -72,8 +77,10 @@ def lensed_result(model_key: str, text: str, text_pair: str | None, max_tokens: 
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
-def example_role_scores(key: str, text: str, pair: str | None) -> RoleScores:
+def example_role_scores(key: str, text: str, pair: str | None, words: bool = False) -> RoleScores:
     result = get_result(key, text, pair, None)
+    if words:
+        result = word_level(result, key, text, pair, None, result.quantity)
     return result_role_scores(result)
 
 
@@ -168,3 +175,11 @@ def grid_image(attention: np.ndarray, n_layers: int, n_heads: int, thumb: int, g
     """The all-heads grid picture of one stack of a result (PNG bytes): the same for every head
     choice, so a rerun after a head change only rebuilds the figure around it."""
     return grid_png(attention, GridLayout(n_layers, n_heads, thumb, gap), colorscale)
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def word_level(_result, model_key: str, text: str, pair: str | None, max_tokens: int | None, quantity: str):
+    """The sidebar's result (through its lens, `quantity`) with word pieces merged into words."""
+    from attnviz.words.merge import merge_words
+
+    return merge_words(_result)

@@ -37,7 +37,8 @@ def analysis_of_sidebar(max_tokens: int | None = None, result=None):
     key, text, pair = sidebar_inputs()
     with st.spinner("Analysing every head…"):
         try:
-            return analysis(key, text, pair, max_tokens, result.quantity if result is not None else quantity())
+            return analysis(key, text, pair, max_tokens, result.quantity if result is not None else quantity(),
+                            words=result is not None and result.word_starts is not None)
         except AttnvizError:  # the lens cannot apply (said where the result was drawn): weights
             return analysis(key, text, pair, max_tokens)
 
@@ -114,14 +115,15 @@ def clickable_head_grid(fig, key: str, text: str | None = None) -> None:
             open_head(int(data[0]), int(data[1]), text)
 
 
-def corpus_role_scores(key: str) -> RoleScores | None:
-    """Role scores averaged over the example sentences, with a progress bar; None on failure."""
+def corpus_role_scores(key: str, words: bool = False) -> RoleScores | None:
+    """Role scores averaged over the example sentences (at word level when `words`), with a progress
+    bar; None on failure."""
     items = examples()
     bar = st.progress(0.0, text="Scoring the example sentences…")
     scores = []
     try:
         for i, (a, b) in enumerate(items):
-            scores.append(example_role_scores(key, a, b))
+            scores.append(example_role_scores(key, a, b, words))
             bar.progress((i + 1) / len(items), text=f"Scored {i + 1} of {len(items)} example sentences")
     except AttnvizError as e:
         st.warning(str(e))

@@ -9,7 +9,7 @@ import streamlit as st
 # Keys every page shares, with their types. Pages add their own with bind().
 GLOBAL_KEYS: dict[str, type] = {
     "model_choice": str, "custom_model": str, "text": str, "use_pair": bool, "text_pair": str,
-    "layer": int, "head": int, "present": bool, "lens": str,
+    "layer": int, "head": int, "present": bool, "lens": str, "words": bool,
 }
 MAX_TEXT_IN_URL = 2000  # longer texts are left out of links (browsers cap URLs)
 _PAGE_KEYS = "_share_page_keys"

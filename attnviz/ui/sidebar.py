@@ -74,9 +74,10 @@ def render() -> None:
         st.toggle("Sentence pair", key="use_pair", help="Feed a second sentence as segment B ([SEP]-separated).")
         if st.session_state["use_pair"]:
             st.text_input("Second sentence (B)", key="text_pair")
-        from attnviz.ui import contrib
+        from attnviz.ui import contrib, words
 
         contrib.control()
+        words.control()
         st.toggle("Presentation mode", key="present",
                   help="Large fonts and figures, fewer controls: for a projector (1280 x 720).")
 
@@ -113,7 +114,7 @@ def current_result(max_tokens: int | None = None, lens: bool = False):
     """The AttentionResult of the sidebar's model and text, or None after showing a plain
     message (the caller then stops). Loads the model with a spinner on first use. With `lens`,
     seen through the sidebar's Show control (weights, value-weighted or ALTI)."""
-    from attnviz.ui import contrib
+    from attnviz.ui import contrib, words
     from attnviz.ui.cache import get_model, get_result
 
     key = model_key()
@@ -125,7 +126,11 @@ def current_result(max_tokens: int | None = None, lens: bool = False):
             return None
         st.caption(f"Showing the trained toy model **{result.facts.name}** on its probe input; "
                    "the sidebar's text is not used.")
-        return contrib.apply(result, key, "", None, max_tokens, trained=True) if lens else result
+        if not lens:
+            words.pieces_only_note()
+            return result
+        return words.apply(contrib.apply(result, key, "", None, max_tokens, trained=True), key, "", None, max_tokens,
+                           trained=True)
     _, text, pair = sidebar_inputs()
     if not key:
         st.info("Type a HuggingFace hub id or a local model folder in the sidebar.")
@@ -143,8 +148,10 @@ def current_result(max_tokens: int | None = None, lens: bool = False):
         st.info(f"The text is {t.n_tokens_requested} tokens long; the model takes at most {t.max_tokens}, "
                 f"so the last {t.n_dropped} tokens were dropped.")
     if lens:
-        return contrib.apply(result, key, text, pair or None, max_tokens, trained=False)
+        return words.apply(contrib.apply(result, key, text, pair or None, max_tokens, trained=False), key, text,
+                           pair or None, max_tokens, trained=False)
     contrib.weights_only_note()
+    words.pieces_only_note()
     return result
 
 

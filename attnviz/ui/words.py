@@ -1,0 +1,47 @@
+"""The sidebar's "Word level" switch: the heatmap, entropy, rollout and head-role pages merge word pieces
+into words (attnviz/words: attention to a word summed over its pieces, from a word averaged)."""
+from __future__ import annotations
+
+import streamlit as st
+
+WORDS = "words"  # session key of the sidebar toggle (shared in the URL)
+PAGES_WITH_WORDS = "the heatmap, entropy, rollout and head-role pages"
+
+
+def control() -> None:
+    st.session_state.setdefault(WORDS, False)
+    st.toggle("Word level", key=WORDS,
+              help="Merge word pieces into words (Clark et al. 2019): attention to a word is the sum over its "
+                   "pieces, attention from a word the mean of its pieces' rows, so every row still sums to 1. "
+                   f"Applies to {PAGES_WITH_WORDS}.")
+
+
+def on() -> bool:
+    return bool(st.session_state.get(WORDS, False))
+
+
+def apply(result, model_key: str, text: str, pair: str | None, max_tokens: int | None, trained: bool):
+    """`result` at word level when the switch is on, with one line saying what was merged."""
+    if not on():
+        return result
+    from attnviz.words.merge import merge_words
+
+    if trained:
+        merged = merge_words(result)
+    else:
+        from attnviz.ui.cache import word_level
+
+        merged = word_level(result, model_key, text, pair, max_tokens, result.quantity)
+    if merged is result:
+        st.caption("**Word level:** every token here is a whole word already; nothing to merge.")
+    else:
+        st.caption(f"**Word level:** {result.seq_len} tokens merged into {merged.seq_len} words. Attention *to* a "
+                   "word is the sum over its pieces, attention *from* a word the mean of its pieces' rows, so every "
+                   "row still sums to 1.")
+    return merged
+
+
+def pieces_only_note() -> None:
+    """For pages that always show word pieces, when the switch is on."""
+    if on():
+        st.caption(f"This page shows word pieces: the sidebar's **Word level** applies to {PAGES_WITH_WORDS}.")

@@ -1,0 +1,1 @@
+"""Word-level attention (issue 15): word pieces merged into words."""
