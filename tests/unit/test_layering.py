@@ -69,7 +69,7 @@ def test_settings_reach_the_url_one_way():
 FOUNDATION = {"__init__", "types", "errors", "examples", "runtime", "units", "attention", "hooks", "extract",
               "capture", "export", "plotting"}
 FEATURES = {"models", "heatmap", "query_key", "metrics", "lab", "positional", "complexity", "training", "bench", "ui",
-            "contrib", "attribution", "logit_lens", "decks", "classroom", "long"}
+            "contrib", "attribution", "logit_lens", "decks", "classroom", "words", "long"}
 
 
 def _modules() -> dict[str, Path]:
@@ -128,7 +128,7 @@ def test_root_of_the_package_holds_only_the_foundation():
 
 
 def test_each_feature_has_one_figures_module_and_only_figures_import_plotly():
-    for folder in FEATURES - {"ui", "bench", "models", "decks", "classroom"}:  # decks and classroom draw no figures
+    for folder in FEATURES - {"ui", "bench", "models", "decks", "classroom", "words"}:  # these draw no figures
         assert (ROOT / "attnviz" / folder / "figures.py").exists(), folder
     bad = [str(p.relative_to(ROOT)) for p in (ROOT / "attnviz").rglob("*.py")
            if "plotly" in _imports(p) and p.name != "figures.py" and p.relative_to(ROOT).as_posix() not in
