@@ -19,14 +19,15 @@ FIGURE_MODULES = [
     "attnviz.bench.attribution",  # ig_seconds_128
     "attnviz.bench.contrib",  # contrib_ratio_512, contrib_total_ratio_512
 ]
+LOAD_MODULE = "attnviz.bench.classload"  # class_*: a simulated class over websockets; only with --load
 
 
-def collect(quick: bool = False) -> dict[str, float]:
+def collect(quick: bool = False, modules: list[str] | None = None) -> dict[str, float]:
     import transformers
 
     transformers.logging.set_verbosity_error()
     out: dict[str, float] = {}
-    for name in FIGURE_MODULES:
+    for name in modules or FIGURE_MODULES:
         try:
             module = importlib.import_module(name)
         except ModuleNotFoundError as e:
@@ -41,8 +42,10 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m attnviz.bench", description=__doc__)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--quick", action="store_true", help="skip the slowest sizes")
+    parser.add_argument("--load", action="store_true",
+                        help="only the class figures: 60 simulated students on one server and on two replicas")
     args = parser.parse_args(argv)
-    figures = collect(args.quick)
+    figures = collect(args.quick, [LOAD_MODULE] if args.load else None)
     if args.json:
         print(json.dumps(figures))
     else:

@@ -56,6 +56,7 @@ class ClassReport:
             "max_ms": round(float(ms.max()), 1) if ms.size else None,
             "p95_ms_by_step": {k: round(float(np.percentile(v, 95)), 1) for k, v in sorted(by_what.items())},
             "busy_runs": sum(1 for r in runs if r.busy),
+            "script_runs_per_interaction": round(sum(r.scripts for r in runs) / max(len(runs), 1), 2),
             "wall_s": round(self.wall_s, 1),
             "server_rss_mb_start": round(self.rss_start / 2**20, 1),
             "server_rss_mb_peak": round(self.rss_peak / 2**20, 1),

@@ -31,6 +31,7 @@ STREAM = "/_stcore/stream"
 STICKY_HEADER = "X-Upstream"  # the replica nginx chose (deploy/nginx.conf adds it)
 WIDGET_KINDS = ("selectbox", "radio", "text_area", "text_input", "checkbox", "slider", "number_input",
                 "multiselect", "button_group")
+BUSY = "server is busy"  # the words of attnviz/ui/busy.py's waiting message
 FINISHED_OK = ForwardMsg.FINISHED_SUCCESSFULLY
 FINISHED_RERUN = ForwardMsg.FINISHED_EARLY_FOR_RERUN
 
@@ -43,7 +44,8 @@ class Run:
     status: str  # "ok", "exception", "error", "disconnect", "timeout"
     errors: list[str] = field(default_factory=list)  # exception / error-alert texts, or the failure
     elements: int = 0  # elements the run drew
-    busy: bool = False  # the run showed the app's "server is busy" message
+    busy: bool = False  # the app said "the server is busy" during the run (attnviz/ui/busy.py)
+    scripts: int = 0  # script runs the interaction caused (an st.rerun in the app makes it 2)
 
     @property
     def ok(self) -> bool:
@@ -75,6 +77,8 @@ class Session:
         self._ws = None
         self._reader: asyncio.Task | None = None
         self._closed_reason: str | None = None
+        self._scripts = 0
+        self._busy = False
         self.bytes_in = 0
 
     # ------------------------------------------------------------------ connection
@@ -143,6 +147,7 @@ class Session:
         kind = msg.WhichOneof("type")
         if kind == "new_session":  # every full script run starts with one
             self._run = {}
+            self._scripts += 1
             self.page_hash = msg.new_session.page_script_hash or self.page_hash
         elif kind == "navigation":
             self.pages = {p.url_pathname: p.page_script_hash for p in msg.navigation.app_pages}
@@ -150,7 +155,10 @@ class Session:
         elif kind == "page_info_changed":  # the app rewrote the URL (share links)
             self.query_string = msg.page_info_changed.query_string
         elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
-            self._run[tuple(msg.metadata.delta_path)] = msg.delta.new_element
+            element = msg.delta.new_element
+            self._run[tuple(msg.metadata.delta_path)] = element
+            if element.WhichOneof("type") == "alert" and BUSY in element.alert.body:
+                self._busy = True  # shown while waiting, replaced by the view later
         elif kind == "delta" and msg.delta.WhichOneof("type") == "add_block":
             self._run[tuple(msg.metadata.delta_path)] = None  # a container replaces what was at its path
         elif kind == "script_finished":
@@ -177,6 +185,7 @@ class Session:
             return Run(what, 0.0, "disconnect", [self._closed_reason or "not connected"])
         back = self._rerun_msg(page_name, page_hash, widgets)
         self._finished = asyncio.get_running_loop().create_future()
+        self._scripts, self._busy = 0, False
         t0 = time.perf_counter()
         try:
             await self._ws.send(back.SerializeToString())
@@ -191,7 +200,8 @@ class Session:
         errors = self.exceptions()
         alerts = self.alerts(Alert.ERROR)
         run = Run(what, ms, "exception" if errors else "error" if alerts else "ok", errors + alerts,
-                  len(self.elements), busy=any("server is busy" in a for a in self.alerts(Alert.INFO)))
+                  len(self.elements), busy=self._busy,
+                  scripts=self._scripts)
         if status != FINISHED_OK and run.ok:
             run.status, run.errors = "error", [f"script_finished status {status}"]
         return run

@@ -80,7 +80,7 @@ def message(running: int, ahead: int) -> str:
 def run(page, gate: Gate | None = None, wait: float | None = None):
     """Call page() (e.g. `nav.run`) once the gate lets this run in, and leave the gate after it, also when
     the page stops or reruns. While waiting, an info box says how busy the server is; after `wait`
-    seconds a warning asks the user to try again, and the page is not run."""
+    seconds a warning asks the user to try again and the run stops (st.stop) without the page."""
     gate = gate or GATE
     wait = WAIT_S if wait is None else wait
     ticket = gate.join()
@@ -98,7 +98,7 @@ def run(page, gate: Gate | None = None, wait: float | None = None):
             if not inside:
                 box.warning(f"The server is still busy after {wait:.0f} seconds ({gate.running} sessions computing). "
                             "Please try again in a minute: reload this page or change a setting.")
-                return None
+                st.stop()  # as a page that stops early: app.py's `finally` still keeps the URL current
             box.empty()
         return page()
     finally:
