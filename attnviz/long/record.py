@@ -106,7 +106,7 @@ class _Recording:
 
         want = self.expected(layer)
         if attention_mask is None:  # SDPA's own causal flag, or no mask at all
-            got = np.tril(np.ones((self.n, self.n), dtype=bool))[self.rows] if self.causal[layer] else \
+            got = np.arange(self.n)[None, :] <= self.rows[:, None] if self.causal[layer] else \
                 np.ones((len(self.rows), self.n), dtype=bool)
         else:
             m = attention_mask[0, 0] if attention_mask.dim() == 4 else attention_mask
