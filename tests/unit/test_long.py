@@ -210,3 +210,21 @@ def test_pooled_tiles_equal_a_straightforward_pooling(which, n, tiles, llama, mi
     np.testing.assert_allclose(s.pooled.max, g.max, atol=1e-7)
     assert g.payload_bytes("mean", "float16") == la.n_layers * la.n_heads * len(g.edges[1:]) ** 2 * 2
     assert 0 < g.payload_bytes("max", "png")
+
+
+# ------------------------------------------------------------------ memory
+def test_memory_estimate_counts_the_record_and_is_checked_against_free_memory():
+    from attnviz.long.memory import check_long_fits, long_memory_estimate, long_memory_parts, max_long_tokens
+    from attnviz.types import ModelFacts
+
+    smol = ModelFacts("smollm2", "decoder", "LlamaForCausalLM", 30, 9, 3, 576, 8192)
+    parts = long_memory_parts(smol, 4096, d_ff=1536)
+    assert parts["record"] == 4 * 4096 * 64 * 30 * (9 + 3)  # 377 MB: q for 9 heads, k for 3 KV heads
+    est = long_memory_estimate(smol, 4096, d_ff=1536)
+    assert 0.5e9 < est < 2e9 and long_memory_estimate(smol, 8192) > 2 * long_memory_estimate(smol, 4096) * 0.9
+    assert check_long_fits(smol, 4096, available=10 ** 10) == long_memory_estimate(smol, 4096)
+    with pytest.raises(BadInput, match=r"4,096 tokens on smollm2 need about .* Choose at most [\d,]+ tokens"):
+        check_long_fits(smol, 4096, available=300 * 2 ** 20)
+    fits = max_long_tokens(smol, available=300 * 2 ** 20)
+    assert long_memory_estimate(smol, fits) <= 300 * 2 ** 20 < long_memory_estimate(smol, fits + 1)
+    assert max_long_tokens(smol, available=10 ** 12) == 8192  # capped at the context
