@@ -455,9 +455,12 @@ def relation_hits(word_att: np.ndarray, parsed: Parsed, aligned: np.ndarray | No
     if len(dep):
         scores = word_att.copy()
         scores[..., np.arange(W), np.arange(W)] = -np.inf  # never the word itself
-        scores[..., :, ~aligned] = -np.inf  # nor a word without pieces
-        to_head = scores[..., dep, :].argmax(-1)  # (L, H, arcs): word each dependent attends to most
-        from_head = scores[..., :, dep].argmax(-2)  # (L, H, arcs): word attending most to each dependent
+        rows = scores[..., dep, :]  # (L, H, arcs, W): what each dependent attends to
+        rows[..., ~aligned] = -np.inf  # never a word without pieces
+        cols = scores[..., :, dep]  # (L, H, W, arcs): who attends to each dependent
+        cols[..., ~aligned, :] = -np.inf
+        to_head = rows.argmax(-1)  # (L, H, arcs): word each dependent attends to most
+        from_head = cols.argmax(-2)  # (L, H, arcs): word attending most to each dependent
         rel_idx = np.array([relations.index(r) for r in rels])
         for d, pred in enumerate((to_head, from_head)):
             hit = (pred == head).astype(np.int32)  # (L, H, arcs)
