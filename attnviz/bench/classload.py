@@ -1,8 +1,12 @@
 """Class figures (`python -m attnviz.bench --load`): 60 simulated students over Streamlit's websocket protocol,
-on one server and through nginx over two replicas; each setup starts its own servers and warms them first."""
+on one server and through nginx over two replicas; each setup starts its own servers and warms them first.
+
+The pace is a lecture's: students arrive over 30 s after the link is shown and act every 5-15 s (mean 10 s);
+ATTNVIZ_CLASS_THINK and ATTNVIZ_CLASS_RAMP change it (think 2 s is a stress test: see notes/issue-16-load.md)."""
 from __future__ import annotations
 
 import asyncio
+import os
 
 from attnviz.classroom.load import ClassConfig, run, warm
 from attnviz.classroom.servers import Streamlit
@@ -17,6 +21,7 @@ def _figures(summary: dict, n: int, suffix: str) -> dict[str, float]:
         f"class_errors_{n}{suffix}": summary["errors"],
         f"class_server_rss_mb_peak_{n}{suffix}": summary["server_rss_mb_peak"],
         f"class_wall_s_{n}{suffix}": summary["wall_s"],
+        f"class_script_runs_per_interaction{suffix}": summary["script_runs_per_interaction"],
     }
     out.update({f"class_p95_ms_{n}_{step}{suffix}": ms for step, ms in steps.items()})
     return out
@@ -28,8 +33,10 @@ def figures(quick: bool = False) -> dict[str, float]:
     from pathlib import Path
 
     n = 20 if quick else 60
-    cfg = dict(sessions=n, scenario="class", think=2.0, ramp=10.0, timeout=120.0)
-    out: dict[str, float] = {}
+    think = float(os.environ.get("ATTNVIZ_CLASS_THINK", "10"))
+    ramp = float(os.environ.get("ATTNVIZ_CLASS_RAMP", "30"))
+    cfg = dict(sessions=n, scenario="class", think=think, ramp=ramp, timeout=120.0)
+    out: dict[str, float] = {"class_think_s": think, "class_ramp_s": ramp}
     server = Streamlit().wait()
     try:
         asyncio.run(warm(server.url))
@@ -38,7 +45,7 @@ def figures(quick: bool = False) -> dict[str, float]:
         server.stop()
     if Path(NGINX).exists():
         with Replicas(2) as rep:
-            for _ in rep.replicas:  # new visitors go round-robin: one warm-up student per replica
-                asyncio.run(warm(rep.url))
+            for replica in rep.replicas:  # each replica directly: round-robin would not reach every one
+                asyncio.run(warm(replica.url))
             out.update(_figures(run(ClassConfig(rep.url, **cfg), rep.pids).summary(), n, "_replicas"))
     return out

@@ -26,11 +26,15 @@ def main(argv=None) -> int:
     p.add_argument("--pid", type=int, action="append", default=[],
                    help="server process id(s) whose memory to sample (default: whatever listens on the URL's port)")
     p.add_argument("--no-warm", action="store_true", help="skip the one student who goes first (cold caches)")
+    p.add_argument("--warm-url", action="append", default=[],
+                   help="warm this server directly (repeat per replica: nginx's round-robin would miss some); "
+                        "default: --url")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     args = p.parse_args(argv)
     pids = args.pid or [pid for pid in [listening_pid(urlsplit(args.url).port or 80)] if pid]
     if not args.no_warm:
-        asyncio.run(warm(args.url, args.timeout))
+        for url in args.warm_url or [args.url]:
+            asyncio.run(warm(url, args.timeout))
     cfg = ClassConfig(args.url, args.sessions, args.scenario, args.think, args.ramp, args.timeout, args.seed)
     summary = run(cfg, pids).summary()
     if args.json:

@@ -109,9 +109,17 @@ def main(argv=None) -> int:
     p.add_argument("--replicas", type=int, default=2)
     p.add_argument("--first-port", type=int, default=None,
                    help="replica ports start here (default: free ports)")
+    p.add_argument("--no-warm", action="store_true", help="do not open the heatmap and a lab once on each replica")
     args = p.parse_args(argv)
     ports = [args.first_port + i for i in range(args.replicas)] if args.first_port else None
     with Replicas(args.replicas, args.port, ports) as rep:
+        if not args.no_warm:  # each replica loads the model on its first heatmap: do it now, not in the lecture
+            import asyncio
+
+            from attnviz.classroom.load import warm
+
+            for replica in rep.replicas:
+                asyncio.run(warm(replica.url))
         print(f"attnviz at {rep.url} (nginx, sticky sessions) over replicas "
               f"{', '.join(rep.addresses)}; logs in {rep.prefix}. Ctrl+C stops all.", flush=True)
         try:

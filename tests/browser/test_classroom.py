@@ -135,8 +135,8 @@ def replicas():
     if not Path(NGINX).exists():
         pytest.skip("nginx is not installed (make test installs it)")
     with Replicas(2) as rep:
-        for _ in range(2):  # round-robin: one warm-up student per replica
-            in_thread(warm(rep.url))
+        for replica in rep.replicas:  # each replica directly (round-robin over nginx would miss one)
+            in_thread(warm(replica.url))
         yield rep
 
 
