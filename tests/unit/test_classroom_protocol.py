@@ -1,0 +1,80 @@
+"""The load generator's wire details (attnviz/classroom): the widget states it sends back, the plotly arrays
+it reads, and the nginx configuration it writes."""
+from __future__ import annotations
+
+import base64
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.proto.Element_pb2 import Element
+from streamlit.proto.Slider_pb2 import Slider
+
+from attnviz.classroom.protocol import plotly_array, widget_state
+
+
+def test_a_selectbox_sends_the_option_as_shown():
+    e = Element()
+    e.selectbox.id, e.selectbox.default = "$$ID-abc-hm_head", 2
+    e.selectbox.options.extend(["0", "1", "2", "3"])
+    assert widget_state("selectbox", e.selectbox, None).string_value == "2"  # its default, shown for the first time
+    e.selectbox.set_value, e.selectbox.raw_value = True, "3"
+    assert widget_state("selectbox", e.selectbox, None).string_value == "3"  # the value the script set
+    s = widget_state("selectbox", e.selectbox, 7)
+    assert s.id == "$$ID-abc-hm_head" and s.WhichOneof("value") == "string_value" and s.string_value == "7"
+
+
+def test_a_select_slider_sends_formatted_options_and_a_slider_numbers():
+    e = Element()
+    w = e.slider
+    w.id, w.type = "$$ID-x-temp_T", Slider.SELECT_SLIDER
+    w.options.extend(["0.1", "1.0", "10.0"])
+    w.default.extend([1])
+    assert list(widget_state("slider", w, None).string_array_value.data) == ["1.0"]
+    assert list(widget_state("slider", w, "0.1").string_array_value.data) == ["0.1"]
+    w2 = Element().slider
+    w2.id, w2.type = "$$ID-y-temp_feat_0", Slider.SLIDER
+    w2.default.extend([0.5])
+    assert list(widget_state("slider", w2, None).double_array_value.data) == [0.5]
+    assert list(widget_state("slider", w2, -1).double_array_value.data) == [-1.0]
+
+
+def test_text_toggles_and_numbers():
+    t = Element().text_area
+    t.id, t.default = "$$ID-t-text", "a cat"
+    assert widget_state("text_area", t, None).string_value == "a cat"
+    assert widget_state("text_area", t, "a dog").string_value == "a dog"
+    c = Element().checkbox
+    c.id, c.default, c.set_value, c.value = "$$ID-c-hm_renorm", False, True, True
+    assert widget_state("checkbox", c, None).bool_value is True  # set by the script, not the default
+    n = Element().number_input
+    n.id = "$$ID-n-steps"
+    assert widget_state("number_input", n, None) is None  # no value yet: the browser sends none either
+    assert widget_state("number_input", n, 3).double_value == 3.0
+    assert widget_state("plotly_chart", Element().plotly_chart, None) is None  # selections stay on the server
+
+
+def test_plotly_arrays_decode_from_base64_and_lists():
+    z = np.arange(6, dtype=np.float32).reshape(2, 3) / 7
+    packed = {"dtype": "f4", "bdata": base64.b64encode(z.tobytes()).decode(), "shape": "2, 3"}
+    np.testing.assert_array_equal(plotly_array(packed), z)
+    np.testing.assert_array_equal(plotly_array([[1, 2], [3, 4]]), [[1.0, 2.0], [3.0, 4.0]])
+
+
+def test_the_nginx_config_names_every_replica_and_nginx_accepts_it(tmp_path):
+    from attnviz.classroom.replicas import NGINX, render_config
+
+    text = render_config(8670, [8671, 8672], tmp_path)
+    assert "listen 127.0.0.1:8670;" in text and "@" not in text
+    assert '"127.0.0.1:8671" replica_0;' in text and '"127.0.0.1:8672" replica_1;' in text
+    assert "upstream replica_1 {\n        server 127.0.0.1:8672;" in text
+    assert "ip_hash" not in text and "$cookie_attnviz_replica" in text  # sticky by cookie, not by address
+    if not Path(NGINX).exists():
+        pytest.skip("nginx is not installed (make test installs it)")
+    for sub in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"):
+        (tmp_path / sub).mkdir()
+    (tmp_path / "nginx.conf").write_text(text)
+    check = subprocess.run([NGINX, "-t", "-q", "-c", str(tmp_path / "nginx.conf"), "-p", str(tmp_path)],
+                           capture_output=True, text=True)
+    assert check.returncode == 0, check.stderr
