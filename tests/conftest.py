@@ -23,6 +23,8 @@ APP = str(ROOT / "app.py")  # AppTest.from_file(APP): relative paths resolve aga
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# corpus runs of the Head atlas page go under test-artifacts, never the developer's cache (servers inherit it)
+os.environ.setdefault("ATTNVIZ_ATLAS_DIR", str(ARTIFACTS / "atlas"))
 
 
 @pytest.fixture(scope="session")

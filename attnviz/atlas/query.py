@@ -245,6 +245,10 @@ class Atlas:
                 off[pos[rel], OFFSETS.index(o)] = h
         return relations, hits, counts, off, OFFSETS
 
+    def relations(self) -> list[str]:
+        """The dependency relations in the store's parses (empty without parses)."""
+        return [r for (r,) in self._x("SELECT DISTINCT deprel FROM tokens WHERE deprel IS NOT NULL ORDER BY 1")]
+
     def syntax_report(self, min_arcs: int = 10) -> list[dict]:
         """Clark et al.'s Table 1 for this corpus (attnviz.atlas.syntax.syntax_table)."""
         from attnviz.atlas.syntax import syntax_table

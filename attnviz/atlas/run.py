@@ -3,7 +3,7 @@ chunk at a time (attnviz.atlas.store). Engines:
   inline    in the calling thread with a model already loaded (the app's background job);
   embedded  local worker processes, each loading the model once (the command line's default);
   ray       Ray Data with the model held by actors (attnviz.atlas.ray_engine), same files.
-Every engine calls process_chunk on the same chunks, so the stores they write are identical."""
+Every engine calls workers.process_chunk on the same chunks, so the stores they write are identical."""
 from __future__ import annotations
 
 import time
@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Callable
 
 from attnviz.atlas.corpus import Corpus
-from attnviz.atlas.stats import sentence_record
+from attnviz.atlas.workers import process_chunk, run_embedded
 from attnviz.atlas import store
 from attnviz.errors import AttnvizError, BadInput
 
@@ -36,17 +36,6 @@ def chunk_items(corpus: Corpus, size: int = CHUNK_SIZE) -> list[tuple[int, list[
     parses = corpus.parses or (None,) * len(corpus)
     items = [(i, t, p) for i, (t, p) in enumerate(zip(corpus.texts, parses))]
     return [(c, items[s:s + size]) for c, s in enumerate(range(0, len(items), size))]
-
-
-def process_chunk(loaded, items, *, words: bool = True, max_tokens: int | None = None) -> list:
-    """SentenceRecords of one chunk's sentences (the unit every engine runs)."""
-    from attnviz.extract import extract
-
-    out = []
-    for sid, text, parse in items:
-        result = extract(loaded, text, max_tokens=max_tokens)
-        out.append(sentence_record(sid, result, parse, words=words, tokenizer=loaded.tokenizer))
-    return out
 
 
 def run_info(model_key: str, corpus: Corpus, words: bool, chunk_size: int, max_tokens: int | None) -> dict:
@@ -87,8 +76,6 @@ def run_corpus(model_key: str, corpus: Corpus, folder, *, loaded=None, engine: s
             n_trunc += sum(r.truncated for r in records)
             report(n_done, len(corpus), f"chunk {c + 1} of {len(chunks)}")
     elif engine == "embedded":
-        from attnviz.atlas.workers import run_embedded
-
         for c, n, t in run_embedded(model_key, todo, folder, workers=workers, words=words, max_tokens=max_tokens,
                                     cancelled=cancelled):
             if c is None:

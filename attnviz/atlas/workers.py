@@ -9,6 +9,19 @@ from pathlib import Path
 _STATE: dict = {}
 
 
+def process_chunk(loaded, items, *, words: bool = True, max_tokens: int | None = None) -> list:
+    """SentenceRecords of one chunk's sentences [(sentence id, text, parse or None)]: the unit every
+    engine runs."""
+    from attnviz.atlas.stats import sentence_record
+    from attnviz.extract import extract
+
+    out = []
+    for sid, text, parse in items:
+        result = extract(loaded, text, max_tokens=max_tokens)
+        out.append(sentence_record(sid, result, parse, words=words, tokenizer=loaded.tokenizer))
+    return out
+
+
 def _init(model_key: str, folder: str, words: bool, max_tokens, threads: int) -> None:
     import torch
     import transformers
@@ -22,7 +35,6 @@ def _init(model_key: str, folder: str, words: bool, max_tokens, threads: int) ->
 
 def _work(job):
     from attnviz.atlas import store
-    from attnviz.atlas.run import process_chunk
 
     chunk, items = job
     records = process_chunk(_STATE["loaded"], items, words=_STATE["words"], max_tokens=_STATE["max_tokens"])

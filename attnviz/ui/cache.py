@@ -183,3 +183,12 @@ def word_level(_result, model_key: str, text: str, pair: str | None, max_tokens:
     from attnviz.words.merge import merge_words
 
     return merge_words(_result)
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def atlas_view(folder: str, done: tuple):
+    """The Atlas (DuckDB over the Parquet files) of a store folder with these finished chunks: a new chunk
+    opens a new view."""
+    from attnviz.atlas.query import Atlas
+
+    return Atlas(folder)

@@ -41,6 +41,7 @@ PAGES: tuple[PageSpec, ...] = tuple(PageSpec(*row) for row in (
     ('Analyse', 'contributions', 'Contributions', ':material/scale:', 'what attention actually moves: value norms, mixing ratios, ALTI', ''),
     ('Analyse', 'trust', 'Trust the view?', ':material/fact_check:', 'attention, contributions and gradients checked against the prediction', ''),
     ('Analyse', 'logit_lens', 'Logit lens', ':material/layers:', 'the next-token guess read from every layer', ''),
+    ('Analyse', 'atlas', 'Head atlas', ':material/travel_explore:', 'every head over a corpus: statistics, patterns, syntax heads, search', ''),
     ('Analyse', 'compare', 'Compare', ':material/compare:', 'two sentences or two models side by side', ''),
     ('Learn', 'lab_steps', '1 · Scaled dot-product', ':material/science:', 'the computation step by step, on numbers you can edit', '1 · Scaled dot-product, step by step'),
     ('Learn', 'lab_scaling', '2 · Why √d_k', ':material/functions:', 'why the scores are divided by √d_k', '2 · Why √d_k'),

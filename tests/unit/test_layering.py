@@ -69,7 +69,7 @@ def test_settings_reach_the_url_one_way():
 FOUNDATION = {"__init__", "types", "errors", "examples", "runtime", "units", "attention", "hooks", "extract",
               "capture", "export", "plotting"}
 FEATURES = {"models", "heatmap", "query_key", "metrics", "lab", "positional", "complexity", "training", "bench", "ui",
-            "contrib", "attribution", "logit_lens", "decks", "classroom", "words", "long"}
+            "contrib", "attribution", "logit_lens", "decks", "classroom", "words", "long", "atlas"}
 
 
 def _modules() -> dict[str, Path]:
