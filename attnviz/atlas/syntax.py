@@ -33,6 +33,9 @@ API (shapes: L layers, H heads, n model positions, W syntactic words, R relation
 - ``syntax_table(hits, counts, offset_hits, relations, offsets) -> list[dict]``: Clark's Table 1.
 - ``sentence_syntax(tokenizer, parsed, attention, text_pair=None) -> SentenceSyntax``: all of the above
   for one sentence (what a corpus run stores).
+- For drawing one sentence: ``aligned_words(piece_word, W) -> bool (W,)``, ``predicted_heads(word_att,
+  aligned) -> int (L, H, 2, W)`` (each head's predicted head word per direction, the predictions the
+  hits count) and ``word_positions(piece_word, W) -> int (W, 2)`` (first/last model position of a word).
 
 Directions (as Clark et al.'s reference code, Syntax_Analysis.ipynb, ``attn_head_predictor``): for every
 dependent word d with head word h,
@@ -468,6 +471,37 @@ def relation_hits(word_att: np.ndarray, parsed: Parsed, aligned: np.ndarray | No
                 hits[r, d] = hit[..., rel_idx == r].sum(-1)
         counts[:] = np.bincount(rel_idx, minlength=len(relations))[:, None]
     return RelationHits(relations, hits, counts, int((~aligned).sum()), skipped)
+
+
+def predicted_heads(word_att: np.ndarray, aligned: np.ndarray | None = None) -> np.ndarray:
+    """int (L, H, 2, W): the head word each (layer, head) predicts for every word, in both DIRECTIONS
+    (0: the word it attends to most; 1: the word that attends most to it), itself and unaligned words
+    excluded; -1 for unaligned words. The same predictions `relation_hits` scores, for drawing one
+    sentence's arcs (hit: predicted == parsed.heads)."""
+    scores = np.array(word_att, dtype=np.float32)  # (L, H, W, W) copy
+    W = scores.shape[-1]
+    aligned = np.ones(W, dtype=bool) if aligned is None else np.asarray(aligned, dtype=bool)
+    scores[..., np.arange(W), np.arange(W)] = -np.inf
+    rows = scores.copy()
+    rows[..., :, ~aligned] = -np.inf
+    scores[..., ~aligned, :] = -np.inf
+    out = np.stack([rows.argmax(-1), scores.argmax(-2)], axis=-2)  # (L, H, 2, W)
+    out[..., ~aligned] = -1
+    if W == 1:
+        out[...] = -1  # a one-word sentence has no other word to point at
+    return out
+
+
+def word_positions(piece_word: np.ndarray, n_words: int) -> np.ndarray:
+    """int (W, 2): first and last model position of each word's pieces, (-1, -1) for words without one;
+    where to draw a word's arc end over the token-level lines view."""
+    pw = np.asarray(piece_word)
+    out = np.full((n_words, 2), -1, dtype=np.int64)
+    for w in range(n_words):
+        pos = np.flatnonzero(pw == w)
+        if len(pos):
+            out[w] = pos[0], pos[-1]
+    return out
 
 
 def offset_hits(parsed: Parsed, offsets=OFFSETS, aligned: np.ndarray | None = None) -> OffsetHits:

@@ -408,3 +408,21 @@ def test_missing_pipeline_is_a_plain_message(monkeypatch):
     monkeypatch.setattr(S, "SPACY_PACKAGE", "no_such_pipeline_here")
     with pytest.raises(BadInput, match="English parser is not available here"):
         S.parse_spacy(["A sentence."])
+
+
+def test_predicted_heads_agree_with_relation_hits(hand):
+    s1 = hand[0]
+    att = _sentence1_att()
+    for aligned in (np.ones(7, bool), np.array([1, 0, 1, 1, 1, 1, 1], bool)):
+        pred = S.predicted_heads(att, aligned)  # (1, 3, 2, 7)
+        rh = S.relation_hits(att, s1, aligned)
+        for r, rel in enumerate(rh.relations):
+            deps = [d for d, h in enumerate(s1.heads) if s1.deprels[d] == rel and aligned[d] and aligned[h]]
+            for d in deps:
+                assert pred[0, :, :, d].min() >= 0
+            got = sum((pred[..., d] == s1.heads[d]).astype(int) for d in deps)  # (1, 3, 2)
+            assert rh.hits[r].tolist() == got.transpose(2, 0, 1).tolist()  # (L, H, dir) -> (dir, L, H)
+        assert (pred[..., ~aligned] == -1).all()
+    # head 0 points every dependent at its head
+    assert S.predicted_heads(att)[0, 0, 0].tolist() == [2, 2, 3, 0, 5, 3, 3]
+    assert S.word_positions(np.array([-1, 0, 0, 1, 3, -1]), 4).tolist() == [[1, 2], [3, 3], [-1, -1], [4, 4]]
