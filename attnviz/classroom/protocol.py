@@ -79,6 +79,7 @@ class Session:
         self._closed_reason: str | None = None
         self._scripts = 0
         self._busy = False
+        self._problems: list[str] = []  # messages of this interaction that make it an error (page not found)
         self.bytes_in = 0
 
     # ------------------------------------------------------------------ connection
@@ -152,6 +153,8 @@ class Session:
         elif kind == "navigation":
             self.pages = {p.url_pathname: p.page_script_hash for p in msg.navigation.app_pages}
             self.page_hash = msg.navigation.page_script_hash
+        elif kind == "page_not_found":  # a link to a page the app does not have: the default page runs
+            self._problems.append("page_not_found: the app has no page at this link")
         elif kind == "page_info_changed":  # the app rewrote the URL (share links)
             self.query_string = msg.page_info_changed.query_string
         elif kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
@@ -185,7 +188,7 @@ class Session:
             return Run(what, 0.0, "disconnect", [self._closed_reason or "not connected"])
         back = self._rerun_msg(page_name, page_hash, widgets)
         self._finished = asyncio.get_running_loop().create_future()
-        self._scripts, self._busy = 0, False
+        self._scripts, self._busy, self._problems = 0, False, []
         t0 = time.perf_counter()
         try:
             await self._ws.send(back.SerializeToString())
@@ -198,7 +201,7 @@ class Session:
         if status is None:
             return Run(what, ms, "disconnect", [self._closed_reason or "websocket closed"])
         errors = self.exceptions()
-        alerts = self.alerts(Alert.ERROR)
+        alerts = self.alerts(Alert.ERROR) + self._problems
         run = Run(what, ms, "exception" if errors else "error" if alerts else "ok", errors + alerts,
                   len(self.elements), busy=self._busy,
                   scripts=self._scripts)
