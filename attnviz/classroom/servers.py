@@ -68,9 +68,11 @@ class Streamlit:
 
 
 def tree_rss(pids) -> int:
-    """Resident memory (bytes) of the processes `pids` and all their children."""
-    import psutil
-
+    """Resident memory (bytes) of the processes `pids` and all their children (psutil, else /proc)."""
+    try:
+        import psutil
+    except ImportError:
+        return _proc_tree_rss(pids)
     total = 0
     for pid in pids:
         try:
@@ -86,9 +88,32 @@ def tree_rss(pids) -> int:
     return total
 
 
+def _proc_tree_rss(pids) -> int:
+    parent, rss = {}, {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                stat = (d / "stat").read_text()
+                fields = stat[stat.rindex(")") + 2:].split()  # after "pid (comm) "
+                parent[int(d.name)] = int(fields[1])
+                rss[int(d.name)] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+            except (OSError, ValueError, IndexError):
+                continue
+    tree, todo = set(), [p for p in pids if p in rss]
+    while todo:
+        p = todo.pop()
+        if p not in tree:
+            tree.add(p)
+            todo += [c for c, pp in parent.items() if pp == p]
+    return sum(rss[p] for p in tree)
+
+
 def listening_pid(port: int) -> int | None:
     """The process listening on 127.0.0.1:`port` (None when it cannot be seen)."""
-    import psutil
+    try:
+        import psutil
+    except ImportError:
+        return None
 
     try:
         for c in psutil.net_connections("tcp"):

@@ -78,3 +78,12 @@ def test_the_nginx_config_names_every_replica_and_nginx_accepts_it(tmp_path):
     check = subprocess.run([NGINX, "-t", "-q", "-c", str(tmp_path / "nginx.conf"), "-p", str(tmp_path)],
                            capture_output=True, text=True)
     assert check.returncode == 0, check.stderr
+
+
+def test_server_memory_from_proc_agrees_with_psutil():
+    import os
+
+    from attnviz.classroom.servers import _proc_tree_rss, tree_rss
+
+    mine = tree_rss([os.getpid()])
+    assert mine > 10 * 2**20 and abs(_proc_tree_rss([os.getpid()]) - mine) < 0.05 * mine
