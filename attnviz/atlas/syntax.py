@@ -338,7 +338,11 @@ def piece_words(tokenizer, text: str, parsed: Parsed, n_pieces: int, text_pair: 
                        "matched to the parser's words.")
     pair = clean_text(text_pair) if text_pair is not None and text_pair.strip() else None
     kwargs = dict(return_special_tokens_mask=True, return_offsets_mapping=True)
-    enc = tokenizer(text, pair, truncation=False, **kwargs)
+    try:
+        enc = tokenizer(text, pair, truncation=False, **kwargs)
+    except NotImplementedError:  # slow (Python) tokenizers give no character offsets
+        raise BadInput("This model's tokenizer gives no character offsets (it is a slow tokenizer), so its "
+                       "pieces cannot be matched to the parser's words.") from None
     if len(enc["input_ids"]) > n_pieces:  # extract truncated to its limit: do the same
         enc = tokenizer(text, pair, truncation="longest_first" if pair else True, max_length=n_pieces, **kwargs)
     n = len(enc["input_ids"])

@@ -426,3 +426,11 @@ def test_predicted_heads_agree_with_relation_hits(hand):
     # head 0 points every dependent at its head
     assert S.predicted_heads(att)[0, 0, 0].tolist() == [2, 2, 3, 0, 5, 3, 3]
     assert S.word_positions(np.array([-1, 0, 0, 1, 3, -1]), 4).tolist() == [[1, 2], [3, 3], [-1, -1], [4, 4]]
+
+
+def test_a_tokenizer_without_offsets_is_a_plain_message():
+    def slow(*args, **kwargs):
+        raise NotImplementedError("return_offset_mapping is not available when using Python tokenizers")
+
+    with pytest.raises(BadInput, match="gives no character offsets"):
+        S.piece_words(slow, "a b", _parsed("a b", ["a", "b"]), 2)
