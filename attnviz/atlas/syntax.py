@@ -485,6 +485,8 @@ def predicted_heads(word_att: np.ndarray, aligned: np.ndarray | None = None) -> 
     scores = np.array(word_att, dtype=np.float32)  # (L, H, W, W) copy
     W = scores.shape[-1]
     aligned = np.ones(W, dtype=bool) if aligned is None else np.asarray(aligned, dtype=bool)
+    if W == 0:
+        return np.zeros(scores.shape[:-2] + (2, 0), dtype=np.int64)
     scores[..., np.arange(W), np.arange(W)] = -np.inf
     rows = scores.copy()
     rows[..., :, ~aligned] = -np.inf

@@ -434,3 +434,15 @@ def test_a_tokenizer_without_offsets_is_a_plain_message():
 
     with pytest.raises(BadInput, match="gives no character offsets"):
         S.piece_words(slow, "a b", _parsed("a b", ["a", "b"]), 2)
+
+
+def test_empty_and_one_word_sentences():
+    empty = S.Parsed((), (), (), (), (), "", "test")
+    rh = S.relation_hits(np.zeros((2, 3, 0, 0), np.float32), empty)
+    assert rh.relations == () and rh.hits.shape == (0, 2, 2, 3)
+    assert S.predicted_heads(np.zeros((2, 3, 0, 0))).shape == (2, 3, 2, 0)
+    assert S.offset_hits(empty).hits.shape == (0, 10)
+    one = _parsed("Hi", ["Hi"])
+    assert (S.predicted_heads(np.ones((1, 1, 1, 1))) == -1).all()
+    assert S.relation_hits(np.ones((1, 1, 1, 1), np.float32), one).counts.shape == (0, 2)
+    assert S.syntax_table(np.zeros((0, 2, 1, 1)), np.zeros((0, 2)), np.zeros((0, 10)), ()) == []
