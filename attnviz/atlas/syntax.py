@@ -377,9 +377,10 @@ def word_attention(att: np.ndarray, piece_word: np.ndarray, n_words: int) -> np.
     word = sum over its pieces (keys), attention FROM a word = mean of its pieces' rows (queries).
 
     Special tokens and pieces outside words (piece_word -1) are left out: a word's row sums to the mass its
-    pieces put on word pieces, not to 1. (Clark et al., bpe_utils.py `get_word_word_attention`, keep
-    [CLS]/[SEP] as words; their Syntax_Analysis.ipynb `attn_head_predictor` then drops them before the
-    argmax without renormalising, so argmax predictions are identical.) Words with no piece get zero rows
+    pieces put on word pieces, not to 1. (Clark et al.'s reference code, clarkkev/attention-analysis at
+    commit b609cfc: bpe_utils.py `get_word_word_attention` keeps [CLS]/[SEP] as words; Syntax_Analysis.ipynb
+    `attn_head_predictor` then zeroes the diagonal and drops [CLS]/[SEP] before the argmax without
+    renormalising, so the argmax predictions are identical.) Words with no piece get zero rows
     and columns. Contiguous pieces (the usual case) reuse `attnviz.words.merge.merge_map`."""
     from attnviz.words.merge import merge_map
 
