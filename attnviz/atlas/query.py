@@ -76,7 +76,7 @@ class Atlas:
             files = sorted(str(p) for p in (self.folder / "parts").glob(f"{name}-*.parquet")
                            if int(p.stem.rsplit("-", 1)[1]) in self.done)
             if files:
-                self._x(f"CREATE VIEW {name} AS SELECT * FROM read_parquet({files!r})")
+                self._x(f"CREATE VIEW {name} AS SELECT * FROM read_parquet({files!r}, union_by_name = true)")
                 self.tables.add(name)
         self.n_layers, self.n_heads = (int(v) + 1 for v in self._x(
             "SELECT max(layer), max(head) FROM stats").fetchone())
@@ -248,6 +248,25 @@ class Atlas:
     def relations(self) -> list[str]:
         """The dependency relations in the store's parses (empty without parses)."""
         return [r for (r,) in self._x("SELECT DISTINCT deprel FROM tokens WHERE deprel IS NOT NULL ORDER BY 1")]
+
+    def parsed_sentences(self, limit: int = 500) -> list[tuple[int, str]]:
+        """(sentence id, text) of sentences with a parse, in corpus order."""
+        return self._x("SELECT s.sid, s.text FROM sentences s WHERE EXISTS (SELECT 1 FROM tokens t WHERE t.sid = s.sid "
+                       "AND t.pword >= 0) ORDER BY s.sid LIMIT ?", [limit])
+
+    def parse_of(self, sid: int) -> dict:
+        """One sentence's stored parse: its words (the stored tokens of each parse word joined), heads,
+        relations, and the parse word of every stored token (pword)."""
+        rows = self._x("SELECT pos, token, pword, deprel, phead FROM tokens WHERE sid = ? ORDER BY pos", [sid])
+        if not rows or max(r[2] for r in rows) < 0:
+            raise BadInput(f"Sentence {sid} has no parse in this store.")
+        n = max(r[2] for r in rows) + 1
+        words, heads, rels = [""] * n, [-1] * n, ["?"] * n
+        for _, tok, pw, rel, ph in rows:
+            if pw >= 0:
+                words[pw] += tok
+                heads[pw], rels[pw] = int(ph), rel or "?"
+        return {"words": words, "heads": heads, "deprels": rels, "pword": np.array([r[2] for r in rows])}
 
     def syntax_report(self, min_arcs: int = 10) -> list[dict]:
         """Clark et al.'s Table 1 for this corpus (attnviz.atlas.syntax.syntax_table)."""

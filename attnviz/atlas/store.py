@@ -80,7 +80,9 @@ def _write_table(folder: Path, name: str, chunk: int, columns: dict) -> None:
 
     path = Path(folder) / "parts" / f"{name}-{chunk:06d}.parquet"
     tmp = path.with_suffix(".tmp")
-    pq.write_table(pa.table(columns), tmp, compression="zstd")
+    # text columns are always strings, even in a chunk where every value is missing (no parses)
+    cols = {k: pa.array(v, type=pa.string()) if isinstance(v, list) else v for k, v in columns.items()}
+    pq.write_table(pa.table(cols), tmp, compression="zstd")
     os.replace(tmp, path)
 
 

@@ -14,6 +14,7 @@ import streamlit as st
 from attnviz.atlas import corpus as cp
 from attnviz.atlas import figures as af
 from attnviz.atlas.query import PATTERN_KINDS, SEARCH_NOTE, Pattern
+from attnviz.atlas.run import CHUNK_SIZE
 from attnviz.atlas.stats import STAT_LABELS, STATS
 from attnviz.errors import AttnvizError
 from attnviz.ui import jobs
@@ -99,8 +100,11 @@ def run_panel(model_key: str, corpus) -> None:
     n_done = len(finished(folder)) if folder.exists() else 0
     running = jobs.running(JOB)
     c1, c2, c3 = st.columns([2, 1, 3])
-    label = "▶ Resume the run" if n_done else "▶ Run the corpus"
-    if c1.button(label, key="at_run", type="primary", disabled=running):
+    n_chunks = -(-len(corpus) // CHUNK_SIZE)
+    complete = n_done >= n_chunks
+    label = "Stored: complete" if complete else ("▶ Resume the run" if n_done else "▶ Run the corpus")
+    if c1.button(label, key="at_run", type="primary", disabled=running or complete,
+                 help="A finished run is found again on every visit; choose another corpus to run more."):
         _start(model_key, corpus, folder, words)
         st.rerun()
     c2.button("■ Cancel", key="at_cancel", disabled=not running, on_click=jobs.cancel, args=(JOB,))
@@ -304,6 +308,40 @@ def syntax_view(atlas) -> None:
     d = 0 if row["direction"].startswith("dependent") else 1
     acc = hits[i, d] / max(counts[i, d], 1)
     head_grid_clicks(atlas, af.relation_heads(acc, rel, row["direction"], row["baseline_accuracy"]), "at_syn_map")
+    sentence_arcs(atlas, row["layer"], row["head"])
+
+
+def sentence_arcs(atlas, layer: int, head: int) -> None:
+    """One parsed sentence: its dependency arcs, and where a head's attention goes (each word's strongest target)."""
+    from attnviz.atlas.syntax import word_attention
+    from attnviz.ui.cache import get_model, get_result
+
+    st.markdown("**One sentence**: its dependencies above the words, and below them where the chosen head looks "
+                "(each word's strongest target at word level; thicker = more weight).")
+    sents = atlas.parsed_sentences()
+    c1, c2, c3 = st.columns([4, 1, 1])
+    sid = c1.selectbox("Sentence", [s for s, _ in sents], key="at_arc_sid",
+                       format_func=dict(sents).get)
+    layer = int(c2.number_input("Layer", 0, atlas.n_layers - 1, layer, key="at_arc_layer"))
+    head = int(c3.number_input("Head", 0, atlas.n_heads - 1, head, key="at_arc_head"))
+    try:
+        parse = atlas.parse_of(sid)
+        key = atlas.info["model"]
+        get_model(key)
+        result = get_result(key, dict(sents)[sid], None, atlas.info.get("max_tokens"))
+    except AttnvizError as e:
+        st.warning(str(e))
+        return
+    from attnviz.words.merge import word_starts
+
+    starts = word_starts(result.continuation, result.special_mask) if atlas.info.get("words") else \
+        np.arange(result.seq_len)
+    piece_token = np.searchsorted(starts, np.arange(result.seq_len), side="right") - 1
+    piece_word = parse["pword"][piece_token]
+    w = word_attention(result.attention[layer:layer + 1, head:head + 1], piece_word, len(parse["words"]))[0, 0]
+    np.fill_diagonal(w, 0.0)
+    show_figure(af.dependency_arcs(parse["words"], parse["heads"], parse["deprels"], w,
+                                   title=f"Dependencies (blue) and layer {layer}, head {head} (red)"), key="at_arcs")
 
 
 def search_view(atlas) -> None:
