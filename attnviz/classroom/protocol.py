@@ -80,6 +80,11 @@ class Session:
         self._scripts = 0
         self._busy = False
         self._problems: list[str] = []  # messages of this interaction that make it an error (page not found)
+        # The frontend's message cache: big elements by hash, with the run count when last used. Their hashes
+        # go out with every rerun, and the server sends `ref_hash` instead of an element the tab already has.
+        self._cache: dict[str, tuple[bytes, int]] = {}
+        self._runs_seen = 0
+        self._max_age = 2  # new_session.config.max_cached_message_age
         self.bytes_in = 0
 
     # ------------------------------------------------------------------ connection
@@ -135,7 +140,7 @@ class Session:
                 self.bytes_in += len(data)
                 msg = ForwardMsg()
                 msg.ParseFromString(data)
-                self._handle(msg)
+                self._handle(self._through_cache(msg, data))
             self._closed_reason = "the server closed the websocket"
         except asyncio.CancelledError:
             raise
@@ -144,12 +149,32 @@ class Session:
         if self._finished and not self._finished.done():
             self._finished.set_result(None)
 
+    def _through_cache(self, msg: ForwardMsg, data: bytes) -> ForwardMsg:
+        """Keep a cacheable element; replace a `ref_hash` by the element it names (with the ref's delta path)."""
+        if msg.WhichOneof("type") == "ref_hash":
+            raw, _ = self._cache[msg.ref_hash]
+            self._cache[msg.ref_hash] = (raw, self._runs_seen)
+            full = ForwardMsg()
+            full.ParseFromString(raw)
+            full.metadata.CopyFrom(msg.metadata)
+            return full
+        if msg.metadata.cacheable and msg.hash and msg.hash not in self._cache:
+            self._cache[msg.hash] = (data, self._runs_seen)
+        return msg
+
+    def _age_cache(self) -> None:
+        """After each finished run the frontend forgets elements unused for more than max_cached_message_age runs."""
+        self._runs_seen += 1
+        self._cache = {h: (raw, used) for h, (raw, used) in self._cache.items()
+                       if self._runs_seen - used <= self._max_age}
+
     def _handle(self, msg: ForwardMsg) -> None:
         kind = msg.WhichOneof("type")
         if kind == "new_session":  # every full script run starts with one
             self._run = {}
             self._scripts += 1
             self.page_hash = msg.new_session.page_script_hash or self.page_hash
+            self._max_age = msg.new_session.config.max_cached_message_age or self._max_age
         elif kind == "navigation":
             self.pages = {p.url_pathname: p.page_script_hash for p in msg.navigation.app_pages}
             self.page_hash = msg.navigation.page_script_hash
@@ -165,6 +190,7 @@ class Session:
         elif kind == "delta" and msg.delta.WhichOneof("type") == "add_block":
             self._run[tuple(msg.metadata.delta_path)] = None  # a container replaces what was at its path
         elif kind == "script_finished":
+            self._age_cache()
             if msg.script_finished != FINISHED_RERUN and self._finished and not self._finished.done():
                 self.elements = {p: e for p, e in self._run.items() if e is not None}
                 self._remember_values()
@@ -180,6 +206,7 @@ class Session:
         state.page_script_hash = self.page_hash if page_hash is None else page_hash
         state.page_name = page_name
         state.widget_states.widgets.extend(self.widget_states() if widgets is None else widgets)
+        state.cached_message_hashes.extend(self._cache)
         return back
 
     async def _rerun(self, what: str, *, page_name: str = "", page_hash: str | None = None,

@@ -87,3 +87,24 @@ def test_server_memory_from_proc_agrees_with_psutil():
 
     mine = tree_rss([os.getpid()])
     assert mine > 10 * 2**20 and abs(_proc_tree_rss([os.getpid()]) - mine) < 0.05 * mine
+
+
+def test_the_message_cache_resolves_references_and_forgets_old_entries():
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    from attnviz.classroom.protocol import Session
+
+    s = Session("http://127.0.0.1:1")
+    big = ForwardMsg(hash="h1")
+    big.metadata.cacheable = True
+    big.metadata.delta_path.extend([0, 3])
+    big.delta.new_element.markdown.body = "a large element"
+    got = s._through_cache(big, big.SerializeToString())
+    assert got is big and list(s._rerun_msg().rerun_script.cached_message_hashes) == ["h1"]
+    ref = ForwardMsg(ref_hash="h1")
+    ref.metadata.delta_path.extend([0, 7])  # the same element at another place
+    full = s._through_cache(ref, ref.SerializeToString())
+    assert full.delta.new_element.markdown.body == "a large element" and list(full.metadata.delta_path) == [0, 7]
+    for _ in range(3):  # unused for more than max_cached_message_age (2) runs: forgotten, as the browser does
+        s._age_cache()
+    assert s._cache == {}
