@@ -19,8 +19,8 @@ def main(argv=None) -> int:
     p.add_argument("--scenario", choices=SCENARIOS, default="class",
                    help="class: heatmap link, a head, a text, then the temperature lab's slider; "
                         "heatmap: only the heatmap steps; lab: the temperature lab's link and its slider twice")
-    p.add_argument("--think", type=float, default=2.0, help="mean think time between interactions (s)")
-    p.add_argument("--ramp", type=float, default=10.0, help="students arrive over this many seconds")
+    p.add_argument("--think", type=float, default=10.0, help="mean think time between interactions (s); 2 is a stress test")
+    p.add_argument("--ramp", type=float, default=30.0, help="students arrive over this many seconds")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds before an interaction counts as a timeout")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--pid", type=int, action="append", default=[],

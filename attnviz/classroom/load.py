@@ -17,8 +17,8 @@ class ClassConfig:
     url: str  # the app (or the load balancer) as students reach it: http://127.0.0.1:8501
     sessions: int = 60  # students, each one websocket session
     scenario: str = "class"  # "class" (heatmap, then the temperature lab), "heatmap" or "lab"
-    think: float = 2.0  # mean seconds a student waits between interactions (uniform 0.5x-1.5x)
-    ramp: float = 10.0  # students arrive spread over this many seconds
+    think: float = 10.0  # mean seconds a student waits between interactions (uniform 0.5x-1.5x)
+    ramp: float = 30.0  # students arrive spread over this many seconds (after the link is shown)
     timeout: float = 120.0  # an interaction with no script_finished after this is a timeout
     seed: int = 0  # think times, arrival times and slider choices
     drop: tuple[int, ...] = ()  # students who close the socket in the middle of their head change
