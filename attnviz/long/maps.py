@@ -5,6 +5,7 @@ used (softmax over every key a query may see, with the layer's scaling, causal f
 sliding window) for one head at a time, in float32, block of query rows by block."""
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -22,6 +23,20 @@ def tensor(arr: np.ndarray):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # "The given NumPy array is not writable"
         return torch.from_numpy(arr)
+
+
+@contextmanager
+def flush_denormals():
+    """Within the block, torch treats floats below ~1e-38 as 0 (restored to the default after). Softmax
+    rows of real models are full of such weights, and denormal arithmetic is slow: one SmolLM2 head at
+    2,048 tokens took 0.26 s with them and 0.09 s without; the summaries pass ran 2.5x faster."""
+    import torch
+
+    torch.set_flush_denormal(True)
+    try:
+        yield
+    finally:
+        torch.set_flush_denormal(False)
 
 
 # Query rows computed together when a request covers many rows: (heads x) 256 x n float32 at a time.
@@ -170,7 +185,8 @@ class LongAttention(LayerHeadShape):
         import torch
 
         s, k0 = self.scores(layer, heads, q0, q1)
-        return torch.softmax(s, dim=-1), k0
+        with flush_denormals():
+            return torch.softmax(s, dim=-1), k0
 
     def rows(self, layer: int, head: int, q0: int, q1: int) -> np.ndarray:
         """float32 (q1-q0, n): attention rows q0..q1-1 of one head, exact, zeros where a key is hidden."""

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from attnviz.errors import BadInput
-from attnviz.long.maps import LongAttention, tensor
+from attnviz.long.maps import LongAttention, flush_denormals, tensor
 from attnviz.long.pooled import DEFAULT_TILES, PooledGrid, Pooler, row_blocks
 from attnviz.metrics.entropy import padding_positions
 from attnviz.metrics.roles import ROLE_KEYS, RoleReader, RoleScores, broadness
@@ -133,105 +133,115 @@ def _gather_distance(w, q0: int, k0: int, n: int):
     return out
 
 
+class _Pass:
+    """The accumulators of one summaries pass, filled block by block."""
+
+    def __init__(self, long: LongAttention, tiles: int, rows: int):
+        import torch
+
+        L, H, n = long.n_layers, long.n_heads, long.seq_len
+        self.long = long
+        self.valid = ~padding_positions(long.tokens, long.special_mask)  # query rows that count
+        self.reader = RoleReader(long.tokens, long.special_mask, causal=bool(long.causal.all()))
+        cols = sorted({0} | {int(c) for _, cs in self.reader.col_groups for c in cs})  # columns roles read
+        self.col_pos = {c: i for i, c in enumerate(cols)}
+        self.cols = torch.tensor(cols, dtype=torch.long)
+        self.row_weight = torch.from_numpy(self.reader.row_weight)  # (n,): 1/|valid| on valid rows
+        self.nats = np.zeros((L, H, n), dtype=np.float32)  # per-row entropy
+        self.dist = np.zeros((L, H, n), dtype=np.float64)  # weight summed at |i - j| = d
+        self.counts = np.zeros((L, n), dtype=np.int64)  # pairs at |i - j| = d
+        self.col_mean = np.zeros((L, H, len(cols)), dtype=np.float64)  # mean weight on the role columns
+        self.n_visible = np.zeros((L, n), dtype=np.int64)  # keys each row may see
+        self.near = np.zeros((3, L, H), dtype=np.float64)  # weight summed on key i, i - 1, i + 1
+        self.counted: dict[tuple, np.ndarray] = {}
+        self.pooler = Pooler(L, H, n, tiles)
+        self.blocks = row_blocks(self.pooler.edges, rows)
+        self.ws = _Workspace(H, max(b - a for a, b in self.blocks), n)
+
+    def run(self, progress, cancelled) -> None:
+        long = self.long
+        for layer in range(long.n_layers):
+            self.n_visible[layer] = visible_counts(long, layer)
+            shape = (bool(long.causal[layer]), int(long.sliding_window[layer]))
+            if shape not in self.counted:
+                self.counted[shape] = distance_counts(long, layer, self.valid)
+            self.counts[layer] = self.counted[shape]
+            for q0, q1 in self.blocks:
+                if cancelled is not None and cancelled():
+                    raise BadInput("The summaries were cancelled; nothing was kept.")
+                self.block(layer, q0, q1)
+            if progress is not None:
+                progress(layer + 1, long.n_layers)
+
+    def block(self, layer: int, q0: int, q1: int) -> None:
+        """Every head of `layer`, query rows q0..q1-1 (whole tile rows)."""
+        import torch
+
+        long, reader, H, B = self.long, self.reader, self.long.n_heads, q1 - q0
+        lo, _ = long.key_range(layer, q0, q1)
+        s, k0 = long.scores(layer, None, q0, q1, k0=self.pooler.key_start(lo), out=self.ws.scores, fill=MASKED)
+        K = s.shape[-1]
+        w = self.ws.weights(H, B, K)
+        torch.softmax(s, dim=-1, out=w)  # (H, B, K)
+        self.pooler.add(layer, w, q0, k0)
+        # entropy: H = lse - sum_j p_j s_j; lse = s_m - log p_m at the largest weight m
+        p_max, arg = w.max(dim=-1)  # (H, B)
+        lse = s.gather(-1, arg[..., None])[..., 0] - torch.log(p_max)
+        ps = torch.mul(w, s, out=s).sum(-1)  # the scores are not needed any more
+        self.nats[layer, :, q0:q1] = (lse - ps).clamp_(min=0).numpy()
+        # column roles (first / [CLS] / [SEP] / punctuation): RoleReader's weighted column means
+        inside = (self.cols >= k0) & (self.cols < k0 + K)
+        if inside.any():
+            part = torch.matmul(self.row_weight[q0:q1], w.index_select(-1, self.cols[inside] - k0))  # (H, c)
+            self.col_mean[layer][:, [self.col_pos[int(c)] for c in self.cols[inside]]] += part.numpy()
+        # self / previous / next token roles: the weights beside the diagonal, on RoleReader's rows
+        for r, (rows, step) in enumerate(((reader.q, 0), (reader.qp, -1), (reader.qn, 1))):
+            i = rows[(rows >= q0) & (rows < q1)]
+            i = i[(i + step >= k0) & (i + step < k0 + K)]
+            if i.size:
+                self.near[r, layer] += w[:, torch.from_numpy(i - q0), torch.from_numpy(i + step - k0)].sum(-1).numpy()
+        # weight by distance, over valid rows only
+        if not self.valid[q0:q1].all():
+            w[:, torch.from_numpy(~self.valid[q0:q1])] = 0
+        if long.causal[layer]:
+            d = _diagonal_sums(w, q0, k0)
+            self.dist[layer, :, : d.shape[-1]] += d.numpy()
+        else:
+            self.dist[layer] += _gather_distance(w, q0, k0, long.seq_len).numpy()
+
+    def result(self) -> LongSummaries:
+        L, H, n = self.long.n_layers, self.long.n_heads, self.long.seq_len
+        nats, valid, reader = self.nats, self.valid, self.reader
+        # every row's entropy, normalised by the keys it may see (as RowEntropy.finish does)
+        log_n = np.log(np.maximum(self.n_visible, 1)).astype(np.float32)[:, None, :]
+        norm = np.minimum(np.divide(nats, log_n, out=np.zeros_like(nats), where=log_n > 0), 1.0)
+        # role scores, as RoleReader.layer and role_scores define them
+        roles = np.full((len(ROLE_KEYS), L, H), np.nan, dtype=np.float32)
+        idx = reader.idx
+        roles[idx["first"]] = self.col_mean[:, :, self.col_pos[0]]
+        for role, cs in reader.col_groups:
+            roles[role] = self.col_mean[:, :, [self.col_pos[int(c)] for c in cs]].sum(axis=-1)
+        for r, (role, rows) in enumerate((("self", reader.q), ("prev", reader.qp), ("next", reader.qn))):
+            if rows.size:
+                roles[idx[role]] = self.near[r] / rows.size
+        roles[idx["broad"]] = broadness(nats, self.n_visible[:, None, :])[..., reader.q].mean(axis=-1)
+        mean_distance = (self.dist * np.arange(n)).sum(axis=-1) / max(valid.sum(), 1)
+        return LongSummaries(nats=nats, normalised=norm.astype(np.float32),
+                             head_nats=nats[..., valid].mean(axis=-1).astype(np.float32),
+                             head_normalised=norm[..., valid].mean(axis=-1).astype(np.float32),
+                             sink=roles[idx["first"]].copy(), mean_distance=mean_distance.astype(np.float32),
+                             distance_weight=self.dist, distance_count=self.counts, roles=RoleScores(roles),
+                             pooled=self.pooler.result())
+
+
 def summarise(long: LongAttention, *, tiles: int = DEFAULT_TILES, rows: int = BLOCK_ROWS,
               progress=None, cancelled=None) -> LongSummaries:
-    """Every summary of `long`, in one blockwise pass. progress(done, total) is called after each layer;
-    cancelled() returning True stops the pass (BadInput: nothing half-computed is returned)."""
+    """Every summary of `long`, in one blockwise pass (every head of a layer at once, `rows` query rows at a
+    time). progress(done, total) is called after each layer; cancelled() returning True stops the pass
+    (BadInput: nothing half-computed is returned)."""
     import torch
 
-    L, H, n = long.n_layers, long.n_heads, long.seq_len
-    pad = padding_positions(long.tokens, long.special_mask)
-    valid = ~pad
-    reader = RoleReader(long.tokens, long.special_mask, causal=bool(long.causal.all()))
-    cols = sorted({0} | {int(c) for _, cs in reader.col_groups for c in cs})
-    col_pos = {c: i for i, c in enumerate(cols)}
-    row_weight = torch.from_numpy(reader.row_weight)  # (n,): 1/|valid| on valid rows
-    nats = np.zeros((L, H, n), dtype=np.float32)
-    dist = np.zeros((L, H, n), dtype=np.float64)
-    counts = np.zeros((L, n), dtype=np.int64)
-    col_mean = np.zeros((L, H, len(cols)), dtype=np.float64)
-    n_visible = np.zeros((L, n), dtype=np.int64)
-    near = np.zeros((3, L, H), dtype=np.float64)  # weight summed on key i, i - 1, i + 1 (self, prev, next)
-    counted: dict[tuple, np.ndarray] = {}
-    pooler = Pooler(L, H, n, tiles)
-    blocks = row_blocks(pooler.edges, rows)
-    ws = _Workspace(H, max(b - a for a, b in blocks), n)
-    cols_t = torch.tensor(cols, dtype=torch.long)
-    torch.set_flush_denormal(True)  # weights below 1e-38 read as 0: denormal arithmetic made this pass 2.5x slower
-    try:
-        with torch.inference_mode():
-            _pass(long, blocks, ws, pooler, reader, valid, cols_t, col_pos, row_weight, nats, dist, counts,
-                  col_mean, n_visible, near, counted, progress, cancelled)
-    finally:
-        torch.set_flush_denormal(False)
-    # every row's entropy, normalised by the keys it may see (metrics/entropy.py's RowEntropy.finish)
-    log_n = np.log(np.maximum(n_visible, 1)).astype(np.float32)[:, None, :]
-    norm = np.minimum(np.divide(nats, log_n, out=np.zeros_like(nats), where=log_n > 0), 1.0)
-    head_nats, head_norm = nats[..., valid].mean(axis=-1), norm[..., valid].mean(axis=-1)
-    # role scores, as RoleReader.layer and role_scores define them
-    roles = np.full((len(ROLE_KEYS), L, H), np.nan, dtype=np.float32)
-    idx = reader.idx
-    roles[idx["first"]] = col_mean[:, :, col_pos[0]]
-    for role, cs in reader.col_groups:
-        roles[role] = col_mean[:, :, [col_pos[int(c)] for c in cs]].sum(axis=-1)
-    for r, (role, rows_) in enumerate((("self", reader.q), ("prev", reader.qp), ("next", reader.qn))):
-        if rows_.size:
-            roles[idx[role]] = near[r] / rows_.size
-    roles[idx["broad"]] = broadness(nats, n_visible[:, None, :])[..., reader.q].mean(axis=-1)
-    mean_distance = (dist * np.arange(n)).sum(axis=-1) / max(valid.sum(), 1)
-    return LongSummaries(nats=nats, normalised=norm.astype(np.float32), head_nats=head_nats.astype(np.float32),
-                         head_normalised=head_norm.astype(np.float32), sink=roles[idx["first"]].copy(),
-                         mean_distance=mean_distance.astype(np.float32), distance_weight=dist,
-                         distance_count=counts, roles=RoleScores(roles), pooled=pooler.result())
-
-
-def _pass(long, blocks, ws, pooler, reader, valid, cols_t, col_pos, row_weight, nats, dist, counts, col_mean,
-          n_visible, near, counted, progress, cancelled) -> None:
-    """The blockwise loop of summarise(): fills the accumulators in place."""
-    import torch
-
-    L, H, n = long.n_layers, long.n_heads, long.seq_len
-    for layer in range(L):
-        n_visible[layer] = visible_counts(long, layer)
-        shape = (bool(long.causal[layer]), int(long.sliding_window[layer]))
-        if shape not in counted:
-            counted[shape] = distance_counts(long, layer, valid)
-        counts[layer] = counted[shape]
-        for q0, q1 in blocks:
-            if cancelled is not None and cancelled():
-                raise BadInput("The summaries were cancelled; nothing was kept.")
-            B = q1 - q0
-            lo, _ = long.key_range(layer, q0, q1)
-            s, k0 = long.scores(layer, None, q0, q1, k0=pooler.key_start(lo), out=ws.scores, fill=MASKED)
-            K = s.shape[-1]
-            w = ws.weights(H, B, K)
-            torch.softmax(s, dim=-1, out=w)  # (H, B, K)
-            pooler.add(layer, w, q0, k0)
-            # entropy: H = lse - sum_j p_j s_j; lse = s_m - log p_m at the largest weight m
-            p_max, arg = w.max(dim=-1)  # (H, B)
-            lse = s.gather(-1, arg[..., None])[..., 0] - torch.log(p_max)
-            ps = torch.mul(w, s, out=s).sum(-1)  # s is not needed any more
-            nats[layer, :, q0:q1] = (lse - ps).clamp_(min=0).numpy()
-            # column roles (first / [CLS] / [SEP] / punctuation): weighted column sums
-            inside = (cols_t >= k0) & (cols_t < k0 + K)
-            if inside.any():
-                sel = w.index_select(-1, cols_t[inside] - k0)  # (H, B, c)
-                part = torch.matmul(row_weight[q0:q1], sel)  # (H, c)
-                idx = [col_pos[int(c)] for c in cols_t[inside]]
-                col_mean[layer][:, idx] += part.numpy()
-            # self / previous / next token roles: the weights beside the diagonal, rows as RoleReader has them
-            for r, (rows_, step) in enumerate(((reader.q, 0), (reader.qp, -1), (reader.qn, 1))):
-                i = rows_[(rows_ >= q0) & (rows_ < q1)]
-                i = i[(i + step >= k0) & (i + step < k0 + K)]
-                if i.size:
-                    near[r, layer] += w[:, torch.from_numpy(i - q0), torch.from_numpy(i + step - k0)].sum(-1).numpy()
-            # weight by distance, over valid rows only
-            if not valid[q0:q1].all():
-                w[:, torch.from_numpy(~valid[q0:q1])] = 0
-            if long.causal[layer]:
-                dsum = _diagonal_sums(w, q0, k0)
-                dist[layer, :, : dsum.shape[-1]] += dsum.numpy()
-            else:
-                dist[layer] += _gather_distance(w, q0, k0, n).numpy()
-        if progress is not None:
-            progress(layer + 1, L)
+    state = _Pass(long, tiles, rows)
+    with flush_denormals(), torch.inference_mode():  # weights below 1e-38 read as 0 (2.5x faster)
+        state.run(progress, cancelled)
+    return state.result()

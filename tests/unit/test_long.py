@@ -228,3 +228,13 @@ def test_memory_estimate_counts_the_record_and_is_checked_against_free_memory():
     fits = max_long_tokens(smol, available=300 * 2 ** 20)
     assert long_memory_estimate(smol, fits) <= 300 * 2 ** 20 < long_memory_estimate(smol, fits + 1)
     assert max_long_tokens(smol, available=10 ** 12) == 8192  # capped at the context
+
+
+def test_summaries_report_progress_and_can_be_cancelled(llama):
+    _, la = _pair(llama, 100)
+    seen = []
+    summarise(la, progress=lambda done, total: seen.append((done, total)))
+    assert seen == [(1, 2), (2, 2)]
+    calls = []
+    with pytest.raises(BadInput, match="cancelled"):
+        summarise(la, rows=32, cancelled=lambda: calls.append(1) or len(calls) > 2)

@@ -1,0 +1,124 @@
+"""Bench figures of long inputs (issue 14), measured in a child process so its peak memory is its own:
+long_extract_ratio_N   (recording pass + every summary) / the plain SDPA forward alone (goal <= 1.5 at 4,096)
+long_peak_gb_N         peak resident memory of the whole child run, model load included (goal <= 4)
+long_head_ms_N         one head's full n x n map recomputed on demand (goal <= 500 ms)
+long_grid_bytes_N      the all-heads grid as sent to the browser: pooled tiles as one PNG in a plotly figure
+                       (goal <= 2 MB)
+plus the parts (forward, recording and summaries seconds) and the memory estimate shown before running.
+`python -m attnviz.bench.long 4096` runs one size and prints its JSON."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from attnviz.bench import seconds
+
+TEXT = Path(__file__).resolve().parents[2] / "assets" / "long" / "attention-notes.txt"
+
+
+def long_text_of(tokenizer, n_tokens: int) -> str:
+    """The bundled long text, repeated when it is shorter than n_tokens tokens."""
+    text = TEXT.read_text(encoding="utf-8")
+    n = len(tokenizer(text)["input_ids"])
+    return "\n\n".join([text] * (1 + n_tokens // max(n, 1)))
+
+
+def measure(n_tokens: int, repeats: int = 1) -> dict[str, float]:
+    """Every figure at n_tokens on SmolLM2, in this process (call it in a fresh one)."""
+    import resource
+
+    import torch
+
+    from attnviz.extract import encode
+    from attnviz.heatmap.figures import grid_figure
+    from attnviz.heatmap.raster import GridLayout, grid_png
+    from attnviz.long.memory import long_memory_estimate
+    from attnviz.long.record import record, runner_and_inputs
+    from attnviz.long.summaries import summarise
+    from attnviz.models import load_model
+
+    loaded = load_model("smollm2")
+    text = long_text_of(loaded.tokenizer, n_tokens)
+    e = encode(loaded, text, max_tokens=n_tokens)
+    assert len(e.ids) == n_tokens, len(e.ids)
+    runner, inputs = runner_and_inputs(loaded, e.inputs)
+    config = loaded.model.config
+
+    def plain():  # the model's own SDPA attention, nothing recorded
+        before = config._attn_implementation
+        with loaded.lock, torch.inference_mode():
+            config._attn_implementation = "sdpa"
+            try:
+                runner(**inputs)
+            finally:
+                config._attn_implementation = before
+
+    out: dict = {}
+    short = encode(loaded, text, max_tokens=64)  # warm up both paths (first calls allocate and initialise)
+    with torch.inference_mode():
+        runner(**runner_and_inputs(loaded, short.inputs)[1])
+    summarise(record(loaded, text, max_tokens=64))
+    t_plain, t_ours, t_rec, t_sum = [], [], [], []
+    for _ in range(repeats):  # interleaved: both see the same load on the machine
+        t_plain.append(seconds(plain))
+        out.pop("la", None), out.pop("summaries", None)
+        t_rec.append(seconds(lambda: out.__setitem__("la", record(loaded, text, max_tokens=n_tokens))))
+        t_sum.append(seconds(lambda: out.__setitem__("summaries", summarise(out["la"]))))
+        t_ours.append(t_rec[-1] + t_sum[-1])
+    la, s = out["la"], out["summaries"]
+    heads = [(0, 0), (la.n_layers // 2, 4), (la.n_layers - 1, la.n_heads - 1)]
+    head_s = [seconds(lambda lh=lh: la.head(*lh)) for lh in heads]
+    tiles = s.pooled.mean
+    layout = GridLayout(la.n_layers, la.n_heads, tiles.shape[-1], 2)
+    grid = len(grid_figure(grid_png(tiles, layout), layout).to_json().encode())
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
+    n = n_tokens
+    return {
+        f"long_extract_ratio_{n}": min(t_ours) / min(t_plain),
+        f"long_peak_gb_{n}": peak / 1e9,
+        f"long_head_ms_{n}": 1000 * sorted(head_s)[len(head_s) // 2],
+        f"long_grid_bytes_{n}": grid,
+        f"long_forward_s_{n}": min(t_plain),
+        f"long_record_s_{n}": min(t_rec),
+        f"long_summaries_s_{n}": min(t_sum),
+        f"long_record_gb_{n}": la.nbytes / 1e9,
+        f"long_estimate_gb_{n}": long_memory_estimate(loaded.facts, n, d_ff=int(config.intermediate_size)) / 1e9,
+        f"long_grid_png_bytes_{n}": s.pooled.payload_bytes("mean", "png"),
+        f"long_grid_float16_bytes_{n}": s.pooled.payload_bytes("mean", "float16"),
+    }
+
+
+def run_child(n_tokens: int, repeats: int = 1, timeout: float = 1800) -> dict[str, float]:
+    """measure() in a fresh Python process; its figures as a dict."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.run([sys.executable, "-m", "attnviz.bench.long", str(n_tokens), str(repeats)],
+                          capture_output=True, text=True, timeout=timeout, env=env, cwd=root)
+    if proc.returncode:
+        raise RuntimeError(f"the long-input bench at {n_tokens} tokens failed:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def figures(quick: bool = False) -> dict[str, float]:
+    from attnviz.models.registry import PACKAGED, package_dir
+
+    if package_dir(PACKAGED["smollm2"].package) is None:
+        return {}  # SmolLM2 is not installed: nothing to measure
+    if quick:
+        return run_child(1024)
+    out = run_child(4096, repeats=2)
+    if os.environ.get("ATTNVIZ_BENCH_LONG_8192") == "1":
+        out.update(run_child(8192))
+    return out
+
+
+if __name__ == "__main__":
+    import transformers
+
+    transformers.logging.set_verbosity_error()
+    size = int(sys.argv[1]) if len(sys.argv) > 1 else 4096
+    print(json.dumps(measure(size, int(sys.argv[2]) if len(sys.argv) > 2 else 1)))
