@@ -173,8 +173,10 @@ def open_head_on_typical(atlas, layer: int, head: int) -> None:
     """Open (layer, head) on the heatmap page on its most typical corpus sentence, at the run's level."""
     from attnviz.ui.metrics import open_head
 
+    from attnviz.ui.words import queue
+
     _, text = atlas.typical_sentence(layer, head)
-    st.session_state["words"] = bool(atlas.info.get("words"))
+    queue(bool(atlas.info.get("words")))
     open_head(layer, head, text)
 
 

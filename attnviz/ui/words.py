@@ -8,7 +8,17 @@ WORDS = "words"  # session key of the sidebar toggle (shared in the URL)
 PAGES_WITH_WORDS = "the heatmap, entropy, rollout and head-role pages"
 
 
+_QUEUED = "_queued_words"
+
+
+def queue(value: bool) -> None:
+    """Set the switch from the next run on (a page cannot change a sidebar widget drawn before it)."""
+    st.session_state[_QUEUED] = bool(value)
+
+
 def control() -> None:
+    if _QUEUED in st.session_state:
+        st.session_state[WORDS] = st.session_state.pop(_QUEUED)
     st.session_state.setdefault(WORDS, False)
     st.toggle("Word level", key=WORDS,
               help="Merge word pieces into words (Clark et al. 2019): attention to a word is the sum over its "

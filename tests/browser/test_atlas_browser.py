@@ -1,0 +1,47 @@
+"""Chromium: the Head atlas runs the default corpus from the page (progress, then the views), ranks a
+pattern, and a click on the best head opens it on the heatmap page on its most typical corpus sentence."""
+import shutil
+import time
+
+import numpy as np
+import pytest
+
+from attnviz.atlas.corpus import default_corpus
+from attnviz.ui.atlas import folder_for
+from tests.browser.helpers import click_marker, exception_texts, plot_z, sidebar_text, url_params, wait_plot
+from tests.conftest import wait_for_app
+
+pytestmark = pytest.mark.browser
+
+
+def test_run_default_corpus_rank_a_pattern_and_open_the_head(page, app_server):
+    shutil.rmtree(folder_for("minilm", default_corpus(), True), ignore_errors=True)
+    page.goto(app_server.url + "/atlas")
+    wait_for_app(page)
+    page.get_by_role("button", name="▶ Run the corpus").click()
+    page.get_by_text("sentences ·").first.wait_for(timeout=60_000)  # the job's progress line
+    page.get_by_text("Done: 214 of 214 sentences stored").first.wait_for(timeout=600_000)
+    wait_for_app(page)
+    assert page.get_by_role("button", name="Stored: complete").is_disabled()  # nothing to resume
+    page.get_by_role("tab", name="Patterns").click()
+    time.sleep(0.5)
+    wait_for_app(page)
+    i = wait_plot(page, title="Pattern score · offset -1")
+    z = np.asarray(plot_z(page, i), dtype=float)
+    layer, head = np.unravel_index(np.nanargmax(z), z.shape)
+    assert z[layer, head] > 0.5  # MiniLM has a previous-token head
+    click_marker(page, i, float(head), float(layer))
+    deadline = time.time() + 60
+    while time.time() < deadline and "/heatmap" not in page.url:
+        time.sleep(0.3)
+    wait_for_app(page)
+    wait_plot(page, ytitle="query")
+    assert "/heatmap" in page.url
+    params = url_params(page)
+    assert (params.get("layer"), params.get("head")) == (str(layer), str(head))
+    assert page.get_by_text(f"Layer {layer}, head {head}").count() >= 1
+    texts = set(default_corpus().texts)
+    assert sidebar_text(page) in texts  # the head's most typical corpus sentence
+    assert not exception_texts(page)
+    # the atlas's statistics are about words: the heatmap opens at word level too
+    assert params.get("words") == "1"
