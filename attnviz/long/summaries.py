@@ -9,7 +9,7 @@ mean attention distance and the attention-vs-distance profile), the role scores 
 How a block stays cheap: workspace tensors are allocated once (fresh 40 MB tensors per block cost more
 than the maths); the entropy is lse - sum_j p_j s_j, with lse read off the largest weight, so no log is
 taken of every weight; for causal layers the weights summed along each diagonal (one per distance) are
-a strided view of the weights laid out with one zero row before them, summed over the rows."""
+a strided view of the block summed over its rows; denormal weights are flushed to 0."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -91,30 +91,33 @@ def distance_counts(long: LongAttention, layer: int, valid: np.ndarray) -> np.nd
 
 
 class _Workspace:
-    """Scores and weights buffers reused for every block: weights live after one zero row per head."""
+    """Scores and weights buffers reused for every block (contiguous: softmax into a strided tensor is 5x slower)."""
 
     def __init__(self, n_heads: int, rows: int, n: int):
         import torch
 
         self.scores = torch.empty(n_heads * rows * n, dtype=torch.float32)
-        self.padded = torch.empty(n_heads * (rows + 1) * n, dtype=torch.float32)
+        self.buf = torch.empty(n_heads * rows * n, dtype=torch.float32)
 
     def weights(self, H: int, B: int, K: int):
-        """(H, B, K) view of the weights, each head's rows preceded by one zero row."""
-        buf = self.padded[: H * (B + 1) * K].view(H, B + 1, K)
-        buf[:, 0].zero_()
-        return buf[:, 1:]
+        return self.buf[: H * B * K].view(H, B, K)
 
 
 def _diagonal_sums(w, q0: int, k0: int):
-    """float32 (H, D): sum over the rows of w (H, B, K, causal rows q0.. over keys k0..) of the weight
-    at distance d = i - j, for d = 0..D-1 with D = q0 + B - k0, from a strided view: w must be the
-    view _Workspace.weights returned (one zero row before each head's rows)."""
+    """float32 (H, D): sum over the rows of w (H, B, K): causal rows q0.. over keys k0.., contiguous) of the
+    weight at distance d = i - j, for d = 0..D-1 with D = q0 + B - k0. Rows 1.. come from one strided view:
+    row r at distance d sits at offset r(K+1) + (q0 - k0 - d); where j < k0 the view reads the previous row's
+    future keys, which are exactly 0 in a causal block. Row 0 is added by hand."""
     H, B, K = w.shape
     D = q0 + B - k0
-    base = w.storage_offset() + (1 - B)  # row r, distance d sits at base + r(K+1) + (D-1-d)
-    view = w.as_strided((H, D, B), ((B + 1) * K, 1, K + 1), base)  # (H, D-1-d, r)
-    return view.sum(-1).flip(-1)
+    out = w.new_zeros((H, D))
+    if B > 1:  # rows 1..B-1: element (h, e = D-1-d, r) at base + e + (r-1)(K+1)
+        base = w.storage_offset() + (K + 1) + (1 - B)
+        view = w.as_strided((H, D, B - 1), (B * K, 1, K + 1), base)
+        out += view.sum(-1).flip(-1)
+    first = q0 - k0 + 1  # row 0 (query q0) sees keys k0..q0: distances q0-k0 .. 0
+    out[:, :first] += w[:, 0, :first].flip(-1)
+    return out
 
 
 def _gather_distance(w, q0: int, k0: int, n: int):
@@ -184,15 +187,14 @@ class _Pass:
         w = self.ws.weights(H, B, K)
         torch.softmax(s, dim=-1, out=w)  # (H, B, K)
         self.pooler.add(layer, w, q0, k0)
-        # entropy: H = lse - sum_j p_j s_j; lse = s_m - log p_m at the largest weight m
-        p_max, arg = w.max(dim=-1)  # (H, B)
-        lse = s.gather(-1, arg[..., None])[..., 0] - torch.log(p_max)
+        # entropy: H = lse - sum_j p_j s_j, and at the largest score p = 1/Z, so lse = max s - log(max p)
+        lse = s.amax(-1) - torch.log(w.amax(-1))  # (H, B)
         ps = torch.mul(w, s, out=s).sum(-1)  # the scores are not needed any more
         self.nats[layer, :, q0:q1] = (lse - ps).clamp_(min=0).numpy()
         # column roles (first / [CLS] / [SEP] / punctuation): RoleReader's weighted column means
         inside = (self.cols >= k0) & (self.cols < k0 + K)
-        if inside.any():
-            part = torch.matmul(self.row_weight[q0:q1], w.index_select(-1, self.cols[inside] - k0))  # (H, c)
+        if inside.any():  # every column's weighted sum (one gemv: cheaper than picking the columns first)
+            part = torch.matmul(self.row_weight[q0:q1], w)[:, self.cols[inside] - k0]  # (H, c)
             self.col_mean[layer][:, [self.col_pos[int(c)] for c in self.cols[inside]]] += part.numpy()
         # self / previous / next token roles: the weights beside the diagonal, on RoleReader's rows
         for r, (rows, step) in enumerate(((reader.q, 0), (reader.qp, -1), (reader.qn, 1))):
