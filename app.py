@@ -5,7 +5,7 @@ import pandas  # noqa: F401  imported fully up front: plotly's lazy look-up of p
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
-from attnviz.ui import decks, page, share, sidebar
+from attnviz.ui import busy, decks, page, share, sidebar
 from attnviz.ui.registry import HOME, PAGES
 
 _presenting = st.query_params.get("present") == "1" or bool(st.session_state.get("present"))
@@ -24,7 +24,7 @@ sidebar.render()
 decks.slide_bar()  # a deck's slide: previous / next / counter, arrow keys
 share.sync_url(early=True)  # a new page's URL has the model and text before the page has finished
 try:
-    nav.run()
+    busy.run(nav.run)  # at most a few pages compute at once; the others wait under a plain 'busy' message
 except StreamlitAPIException:  # a widget refused a value: if it came from a hand-edited link, drop it
     if not share.reject_link_values():
         raise
