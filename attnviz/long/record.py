@@ -16,6 +16,7 @@ from attnviz.errors import AttentionUnavailable
 from attnviz.extract import encode
 from attnviz.hooks import attention_function, register_attention
 from attnviz.long.maps import LongAttention
+from attnviz.long.memory import check_long_fits
 
 NAME = "attnviz_long_record"
 # Query rows per layer whose mask from the model is compared with the one rebuilt from the config.
@@ -157,11 +158,12 @@ def runner_and_inputs(loaded, inputs: dict):
     return runner, kw
 
 
-def record(loaded, text: str, *, max_tokens: int | None = None) -> LongAttention:
+def record(loaded, text: str, *, max_tokens: int | None = None, check_memory: bool = True) -> LongAttention:
     """Run `loaded` (a LoadedModel) once over text with SDPA attention and return every layer's queries
-    and keys as a LongAttention. max_tokens: default the model's context.
+    and keys as a LongAttention. max_tokens: default the model's context. check_memory: first check that
+    the record, its summaries and the pass fit in the memory free now (memory.check_long_fits).
 
-    Raises BadInput (empty text) or AttentionUnavailable (encoder-decoders, models whose attention is not
+    Raises BadInput (empty text, a length that does not fit in free memory) or AttentionUnavailable (encoder-decoders, models whose attention is not
     plain q·k × scaling with a causal / sliding-window / padding mask, or that bypass transformers'
     attention functions)."""
     import torch
@@ -174,6 +176,8 @@ def record(loaded, text: str, *, max_tokens: int | None = None) -> LongAttention
     limit = max_tokens or facts.max_positions or None
     e = encode(loaded, text, max_tokens=limit)
     n = len(e.ids)
+    if check_memory:
+        check_long_fits(facts, n, d_ff=getattr(model.config, "intermediate_size", None))
     key_mask = e.inputs["attention_mask"][0].numpy().astype(bool)
     state = _Recording(model.config, facts.n_layers, facts.n_heads, n, key_mask, facts.causal)
     runner, inputs = runner_and_inputs(loaded, e.inputs)

@@ -230,6 +230,16 @@ def test_memory_estimate_counts_the_record_and_is_checked_against_free_memory():
     assert max_long_tokens(smol, available=10 ** 12) == 8192  # capped at the context
 
 
+def test_a_length_that_does_not_fit_is_refused_before_the_pass(llama, monkeypatch):
+    import attnviz.long.memory as memory
+
+    monkeypatch.delenv("ATTNVIZ_SKIP_MEMORY_CHECK", raising=False)
+    monkeypatch.setattr(memory, "available_bytes", lambda: 10_000)
+    with pytest.raises(BadInput, match="512 tokens on tiny-llama-long need about"):
+        record(llama, TEXT, max_tokens=512)
+    assert llama.model.config._attn_implementation == "eager"
+
+
 def test_summaries_report_progress_and_can_be_cancelled(llama):
     _, la = _pair(llama, 100)
     seen = []
