@@ -80,7 +80,7 @@ def test_js_sums_equal_scipy():
     got = js_pair_sums(maps, rows)
     a, b = np.triu_indices(5, 1)
     want = [sum(jensenshannon(maps[i, r], maps[j, r]) ** 2 for r in rows) for i, j in zip(a, b)]
-    np.testing.assert_allclose(got, want, atol=1e-10)
+    np.testing.assert_allclose(got, want, atol=2e-6)  # float32 products, float64 sums
 
 
 def test_classical_mds_recovers_planar_points():
