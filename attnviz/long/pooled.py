@@ -88,28 +88,36 @@ class Pooler:
         """The tile edge at or before key k0 (blocks start their keys there)."""
         return int(self.edges[np.searchsorted(self.edges, k0, side="right") - 1])
 
-    def add(self, layer: int, w, q0: int, k0: int) -> None:
+    def add(self, layer: int, w, q0: int, k0: int):
         """w: torch float32 (head, q1-q0, K) weights of rows q0.. (whole tile rows) over keys k0..k0+K-1,
-        k0 a tile edge and k0+K a tile edge; cells outside are 0."""
-        import torch
-
+        k0 a tile edge and k0+K a tile edge; cells outside are 0. Rows first (one pass over w, its last axis
+        contiguous), then the small (head, K) row sums are cut into key tiles.
+        Returns torch float32 (head, K): the weights summed over all the block's rows (column sums)."""
         e = self.edges
         H, B, K = w.shape
         a = int(np.searchsorted(e, k0))  # first key tile
         b = int(np.searchsorted(e, k0 + K))  # one past the last key tile
-        parts_sum, parts_max = [], []
-        split = int(e[min(max(self.big, a), b)])  # tiles before `big` have size s + 1
-        for lo, hi, size in ((k0, split, self.size + 1), (split, k0 + K, self.size)):
-            if hi > lo:
-                v = w[:, :, lo - k0:hi - k0].reshape(H, B, (hi - lo) // size, size)
-                parts_sum.append(v.sum(-1))
-                parts_max.append(v.amax(-1))
-        col_sum, col_max = torch.cat(parts_sum, -1), torch.cat(parts_max, -1)  # (H, B, tiles a..b)
-        ra, rb = int(np.searchsorted(e, q0)), int(np.searchsorted(e, q0 + B))
-        for t in range(ra, rb):
+        split = int(e[min(max(self.big, a), b)]) - k0  # key tiles before `big` span s + 1 positions
+        total = None
+        for t in range(int(np.searchsorted(e, q0)), int(np.searchsorted(e, q0 + B))):
             r0, r1 = int(e[t]) - q0, int(e[t + 1]) - q0
-            self.sum[layer, :, t, a:b] += col_sum[:, r0:r1].sum(1).numpy()
-            np.maximum(self.max[layer, :, t, a:b], col_max[:, r0:r1].amax(1).numpy(), out=self.max[layer, :, t, a:b])
+            rows_sum, rows_max = w[:, r0:r1].sum(1), w[:, r0:r1].amax(1)  # (H, K)
+            self.sum[layer, :, t, a:b] += self._tiles(rows_sum, split, "sum")
+            np.maximum(self.max[layer, :, t, a:b], self._tiles(rows_max, split, "max"), out=self.max[layer, :, t, a:b])
+            total = rows_sum if total is None else total.add_(rows_sum)
+        return total
+
+    def _tiles(self, x, split: int, how: str) -> np.ndarray:
+        """(H, K) -> (H, key tiles): sum or max over each tile's columns (sizes s + 1 up to `split`, then s)."""
+        import torch
+
+        H, K = x.shape
+        parts = []
+        for lo, hi, size in ((0, split, self.size + 1), (split, K, self.size)):
+            if hi > lo:
+                v = x[:, lo:hi].reshape(H, (hi - lo) // size, size)
+                parts.append(v.sum(-1) if how == "sum" else v.amax(-1))
+        return torch.cat(parts, -1).numpy()
 
     def result(self) -> PooledGrid:
         sizes = np.diff(self.edges).astype(np.float32)

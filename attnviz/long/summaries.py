@@ -186,15 +186,16 @@ class _Pass:
         K = s.shape[-1]
         w = self.ws.weights(H, B, K)
         torch.softmax(s, dim=-1, out=w)  # (H, B, K)
-        self.pooler.add(layer, w, q0, k0)
+        col_sum = self.pooler.add(layer, w, q0, k0)  # (H, K): weights summed over the block's rows
         # entropy: H = lse - sum_j p_j s_j, and at the largest score p = 1/Z, so lse = max s - log(max p)
         lse = s.amax(-1) - torch.log(w.amax(-1))  # (H, B)
         ps = torch.mul(w, s, out=s).sum(-1)  # the scores are not needed any more
         self.nats[layer, :, q0:q1] = (lse - ps).clamp_(min=0).numpy()
         # column roles (first / [CLS] / [SEP] / punctuation): RoleReader's weighted column means
         inside = (self.cols >= k0) & (self.cols < k0 + K)
-        if inside.any():  # every column's weighted sum (one gemv: cheaper than picking the columns first)
-            part = torch.matmul(self.row_weight[q0:q1], w)[:, self.cols[inside] - k0]  # (H, c)
+        if inside.any():  # valid rows all weigh 1/|valid|: the pooler's column sums serve, else a gemv
+            cs = col_sum * self.row_weight[q0] if self.valid[q0:q1].all() else torch.matmul(self.row_weight[q0:q1], w)
+            part = cs[:, self.cols[inside] - k0]  # (H, c)
             self.col_mean[layer][:, [self.col_pos[int(c)] for c in self.cols[inside]]] += part.numpy()
         # self / previous / next token roles: the weights beside the diagonal, on RoleReader's rows
         for r, (rows, step) in enumerate(((reader.q, 0), (reader.qp, -1), (reader.qn, 1))):
