@@ -4,7 +4,8 @@ long_peak_gb_N         peak resident memory of the whole child run, model load i
 long_head_ms_N         one head's full n x n map recomputed on demand (goal <= 500 ms)
 long_grid_bytes_N      the all-heads grid as sent to the browser: pooled tiles as one PNG in a plotly figure
                        (goal <= 2 MB)
-plus the parts (forward, recording and summaries seconds) and the memory estimate shown before running.
+plus the parts (forward, recording and summaries seconds), the peak after loading the model alone, and the
+memory estimate shown before running (what the run should add to that).
 `python -m attnviz.bench.long 4096` runs one size and prints its JSON."""
 from __future__ import annotations
 
@@ -41,6 +42,7 @@ def measure(n_tokens: int, repeats: int = 1) -> dict[str, float]:
     from attnviz.models import load_model
 
     loaded = load_model("smollm2")
+    loaded_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # the model alone (Linux: KiB)
     text = long_text_of(loaded.tokenizer, n_tokens)
     e = encode(loaded, text, max_tokens=n_tokens)
     assert len(e.ids) == n_tokens, len(e.ids)
@@ -85,6 +87,7 @@ def measure(n_tokens: int, repeats: int = 1) -> dict[str, float]:
         f"long_record_s_{n}": min(t_rec),
         f"long_summaries_s_{n}": min(t_sum),
         f"long_record_gb_{n}": la.nbytes / 1e9,
+        f"long_loaded_gb_{n}": loaded_peak / 1e9,  # peak after loading the model, before any pass
         f"long_estimate_gb_{n}": long_memory_estimate(loaded.facts, n, d_ff=int(config.intermediate_size)) / 1e9,
         f"long_grid_png_bytes_{n}": s.pooled.payload_bytes("mean", "png"),
         f"long_grid_float16_bytes_{n}": s.pooled.payload_bytes("mean", "float16"),
