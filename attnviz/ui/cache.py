@@ -192,3 +192,58 @@ def atlas_view(folder: str, done: tuple):
     from attnviz.atlas.query import Atlas
 
     return Atlas(folder)
+
+
+# Long inputs (issue 14): one recording (q and k of every layer + the blockwise summaries), run in a background
+# job (_report, _cancel: its progress callback and cancel Event, left out of the key; a cancelled or failed run
+# raises and is not cached). SmolLM2 at 4,096 tokens holds ~0.4 GB: two entries only. Read-only, shared.
+@st.cache_resource(max_entries=2, show_spinner=False)
+def long_recording(model_key: str, text: str, max_tokens: int, tiles: int, _report=None, _cancel=None):
+    from attnviz.errors import BadInput
+    from attnviz.long.record import record
+    from attnviz.long.summaries import summarise
+
+    la = record(get_model(model_key), text, max_tokens=max_tokens)
+    if _cancel is not None and _cancel.is_set():
+        raise BadInput("The recording was cancelled; nothing was kept.")
+
+    def progress(done, total):
+        if _report is not None:
+            _report(done, total + 1, f"summaries: layer {done} of {total}")
+
+    if _report is not None:
+        _report(1, la.n_layers + 1, "summaries: layer 0 of " + str(la.n_layers))
+    s = summarise(la, tiles=tiles, progress=progress, cancelled=_cancel.is_set if _cancel is not None else None)
+    return la, s
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def long_head_overview(recording_id: str, _la, layer: int, head: int, tiles: int, how: str):
+    """(tiles (t, t) float32, edges) of one head of a recording pooled to `tiles` per side (mean or max),
+    computed block by block from its recorded q and k (recording_id names _la in the key)."""
+    from attnviz.long.pooled import Pooler, row_blocks
+
+    import torch
+
+    pooler = Pooler(1, 1, _la.seq_len, tiles)
+    for q0, q1 in row_blocks(pooler.edges, 256):
+        w, k0 = _la.block(layer, [head], q0, q1)
+        kk = pooler.key_start(k0)
+        if kk < k0:
+            w = torch.nn.functional.pad(w, (k0 - kk, 0))
+        pooler.add(0, w, q0, kk)
+    grid = pooler.result()
+    return np.asarray(grid.tiles(how)[0, 0]), np.asarray(grid.edges)
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def sink_run(model_key: str, text: str, max_tokens: int, cache: int, sinks: int, _report=None, _cancel=None):
+    """SinkRun of the attention-sink experiment (background job; a cancelled run raises, nothing cached)."""
+    from attnviz.long.sinks import sink_experiment
+
+    def progress(done, total):
+        if _report is not None:
+            _report(done, total, f"{done:,} of {total:,} positions (3 cache policies)")
+
+    return sink_experiment(get_model(model_key), text, cache=cache, sinks=sinks, max_tokens=max_tokens,
+                           progress=progress, cancelled=_cancel.is_set if _cancel is not None else None)

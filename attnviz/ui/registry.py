@@ -34,6 +34,7 @@ PAGES: tuple[PageSpec, ...] = tuple(PageSpec(*row) for row in (
     ('Inspect', 'home', 'Home', ':material/home:', '', ''),
     ('Inspect', 'heatmap', 'Attention heatmap', ':material/grid_on:', 'every head as a thumbnail, one head in detail, one token across heads, the text shaded by attention', ''),
     ('Inspect', 'query_key', 'Query · key', ':material/join_inner:', 'one attention row rebuilt from the query and key vectors', ''),
+    ('Inspect', 'long', 'Long inputs', ':material/notes:', 'thousands of tokens on a real LLM: maps on demand, pooled grid, sinks', ''),
     ('Analyse', 'entropy', 'Entropy', ':material/bar_chart:', 'which heads are focused and which are broad', ''),
     ('Analyse', 'rollout', 'Rollout', ':material/account_tree:', 'which input tokens feed each output token (rollout and flow)', ''),
     ('Analyse', 'head_roles', 'Head roles', ':material/explore:', 'what each head does, induction heads included', ''),

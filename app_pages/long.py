@@ -1,0 +1,77 @@
+"""Long inputs page: thousands of tokens on a real LLM, maps on demand, the pooled grid, attention sinks."""
+import streamlit as st
+
+from attnviz.ui import long as lg
+from attnviz.ui.page import stop
+from attnviz.ui.present import page_intro
+
+page_intro("Long inputs",
+    "The other pages keep every head's full map: layers × heads × n × n weights, 72 GB for SmolLM2 at 8,192 "
+    "tokens. Here one forward pass with an efficient attention kernel records only each layer's **queries and "
+    "keys** (after RoPE; the keys once per key/value head). Any head's map, or any block of it, is rebuilt "
+    "**exactly** from them when you look at it, with the model's own scaling and mask; summaries (the pooled "
+    "grid, distances, sink mass) are computed block by block right after the pass.")
+
+key, loaded = lg.model()
+lg.context_note(loaded)
+
+st.subheader("Text and length")
+text = lg.text_source()
+if text is None:
+    stop()
+picked = lg.length_picker(loaded, text)
+if picked is None:
+    stop()
+limit, n = picked
+rec = lg.record_panel(key, loaded, text, limit, n)
+if rec is None:
+    stop()
+lg.summary_line(rec)
+
+st.subheader("Every head, pooled")
+c1, c2 = st.columns([1, 3])
+how = c1.radio("Pool each tile by", ["mean", "max"], key="lg_how", horizontal=True,
+               help="mean: the average weight of the tile (what the head does on average there); max: its "
+                    "strongest single weight (a sharp pattern stays visible in a large tile).")
+c2.caption("A recording at thousands of tokens cannot send every weight to the browser: each head's map is cut "
+           "into tiles, and each tile shows one number. Heads sharing a key/value head stand together, with a wider "
+           "gap between groups.")
+layer_head = (st.session_state.get("lg_layer"), st.session_state.get("lg_head"))
+lg.grid(rec, how, layer_head if None not in layer_head else None)
+
+st.subheader("One head: overview and exact zoom")
+layer, head = lg.head_picker(rec.la)
+lg.head_view(rec, layer, head, how)
+
+tabs = st.tabs(["Token focus", "Top-k lines", "Distance", "Sinks and windows"])
+with tabs[0]:
+    st.markdown("One query's attention over the **whole** document, exact: its row of the map is recomputed "
+                "from the recorded query and keys (one row costs a few milliseconds even at 8,192 tokens).")
+    lg.token_focus(rec, layer, head)
+with tabs[1]:
+    st.markdown("A dense map of thousands of queries is unreadable; its **heaviest few keys per query** are "
+                "not. For a range of queries, each row keeps its top k keys (computed exactly, row block by block).")
+    lg.top_k_view(rec, layer, head)
+with tabs[2]:
+    st.markdown("How much weight goes how far back: the **attention-vs-distance profile** of each head of the "
+                "chosen layer (left) and of each layer averaged over its heads (right), summed block by block "
+                "during the summaries pass.")
+    lg.profiles(rec, layer)
+with tabs[3]:
+    st.markdown("**Attention sinks.** Many heads of causal LLMs put a large share of their weight on the "
+                "first token, whatever it is. Softmax must give its weight to *some* key, and a head with "
+                "nothing useful to read parks it there: the first token is seen by every query, so it becomes a "
+                "cheap place to dump weight (Xiao et al., 2023, *Efficient Streaming Language Models with "
+                "Attention Sinks*).")
+    lg.sink_mass(rec)
+    st.markdown("**Local and global layers.** Some models (Mistral, Gemma, gpt-oss) let some layers see only a "
+                "sliding window of recent keys; their config says which.")
+    lg.window_pattern(rec)
+
+st.subheader("Attention sinks, live")
+st.markdown("StreamingLLM's experiment on the loaded model: read the text with a KV cache of fixed size. A "
+            "**window-only** cache evicts the oldest tokens, the first ones included, and the loss jumps once "
+            "the window is full: the heads that parked their weight on the first tokens lose their sink and "
+            "spread it over the wrong keys. Keeping just the **first 4 tokens** beside the window (same cache "
+            "size) brings the loss back near the full cache's. Slow: three passes over the text, with progress.")
+lg.sinks_live(key, loaded, text, limit, n)

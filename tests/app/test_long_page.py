@@ -1,0 +1,213 @@
+"""AppTest of the Long inputs page on a tiny random Llama with a 4,096-token context (GQA: 6 query heads over 2
+key/value heads), opened through "Other" as a model folder: a recording at 2,048 tokens, the grid's tiles =
+pooled_grid of the same recording, the zoom = la.window, widgets changing the figures, plain messages for a
+binary upload and a length that does not fit in memory."""
+from __future__ import annotations
+
+import base64
+import json
+import time
+
+import numpy as np
+import pytest
+
+from tests.app.apptest import open_page
+
+PAGE = "app_pages/long.py"
+BUNDLED = "Bundled long text (~5,000 words)"
+
+
+@pytest.fixture(scope="module")
+def tiny_folder(tmp_path_factory):
+    from tests.tiny_models import tiny_long_loaded
+
+    loaded = tiny_long_loaded("llama-long")
+    loaded.tokenizer.model_max_length = 4096  # MiniLM's tokenizer says 512; the tiny model reads 4,096
+    folder = tmp_path_factory.mktemp("tiny-llama-long")
+    loaded.model.save_pretrained(folder)
+    loaded.tokenizer.save_pretrained(folder)
+    return str(folder)
+
+
+def _array(v) -> np.ndarray:
+    if isinstance(v, dict) and "bdata" in v:
+        arr = np.frombuffer(base64.b64decode(v["bdata"]), dtype=v["dtype"])
+        shape = v.get("shape")
+        return arr.reshape([int(s) for s in str(shape).split(",")]) if shape else arr
+    return np.asarray(v, dtype=float)
+
+
+def _figure(at, key: str) -> dict:
+    for c in at.get("plotly_chart"):
+        spec = json.loads(c.proto.spec)
+        if c.proto.id and key in c.proto.id:
+            return spec
+    raise AssertionError(f"no figure {key}")
+
+
+def _figures_by_title(at) -> dict:
+    out = {}
+    for c in at.get("plotly_chart"):
+        spec = json.loads(c.proto.spec)
+        title = (spec["layout"].get("title") or {}).get("text", "")
+        out[title] = spec
+    return out
+
+
+def _record(at, deadline: float = 150) -> None:
+    at.button(key="lg_record").click().run()
+    assert not at.exception, at.exception
+    end = time.time() + deadline
+    while time.time() < end and not any("Recorded" in s.value for s in at.success):
+        time.sleep(0.5)
+        at.run()
+        assert not at.exception, at.exception
+    assert any("Recorded" in s.value for s in at.success), [w.value for w in at.warning]
+
+
+@pytest.fixture(scope="module")
+def recorded(tiny_folder):
+    at = open_page(PAGE, model_choice="other", custom_model=tiny_folder)
+    at.radio(key="lg_source").set_value(BUNDLED).run()
+    at.select_slider(key="lg_len").set_value(2048).run()
+    assert not at.exception, at.exception
+    _record(at)
+    return at
+
+
+def _tiles(spec: dict, t: int, L: int, H: int, group: int) -> np.ndarray:
+    """The (layer, head, t, t) tiles read back out of the grid's mosaic."""
+    from attnviz.long.figures import HEAD_GAP, grid_columns
+
+    z = _array(spec["data"][0]["z"])
+    starts, _ = grid_columns(H, group, t)
+    return np.stack([np.stack([z[l * (t + HEAD_GAP):l * (t + HEAD_GAP) + t, s:s + t] for s in starts])
+                     for l in range(L)])
+
+
+def test_page_records_2048_tokens_and_the_grid_equals_pooled_grid(recorded, tiny_folder):
+    from attnviz.long.pooled import pooled_grid
+    from attnviz.long.record import record
+    from attnviz.models import load_model
+    from attnviz.ui.long import DONE
+
+    at = recorded
+    rec = at.session_state[DONE]
+    assert rec.la.seq_len == 2048 and rec.la.n_heads == 6 and rec.la.n_kv_heads == 2
+    grid = pooled_grid(rec.la, tiles=rec.tiles)
+    spec = _figure(at, "lg_grid")
+    got = _tiles(spec, rec.tiles, 2, 6, 3)
+    np.testing.assert_allclose(got, grid.mean, rtol=1e-5, atol=1e-7)
+    assert "kv0: h0 h1 h2" in json.dumps(spec["layout"]["annotations"])
+    assert any("heads h0–h2 share key head 0" in c.value for c in at.caption)
+    assert any("each cell is the **mean** of a block" in c.value.lower().replace("each cell", "each cell")
+               for c in at.caption) or any("Each cell is the **mean**" in c.value for c in at.caption)
+    # an independent recording in this process gives the same tiles
+    fresh = record(load_model(tiny_folder), rec.la.text, max_tokens=2048)
+    np.testing.assert_allclose(pooled_grid(fresh, tiles=rec.tiles).mean, grid.mean, rtol=1e-4, atol=1e-6)
+    # max pooling changes the grid to the max tiles
+    at.radio(key="lg_how").set_value("max").run()
+    assert not at.exception, at.exception
+    np.testing.assert_allclose(_tiles(_figure(at, "lg_grid"), rec.tiles, 2, 6, 3), grid.max, rtol=1e-5, atol=1e-7)
+    assert any("Each cell is the **max**" in c.value for c in at.caption)
+    at.radio(key="lg_how").set_value("mean").run()
+
+
+def test_zoom_equals_window_and_follows_the_inputs(recorded):
+    from attnviz.ui.long import DONE
+
+    at = recorded
+    la = at.session_state[DONE].la
+    at.selectbox(key="lg_layer").set_value(1).run()
+    at.selectbox(key="lg_head").set_value(4).run()
+    at.number_input(key="lg_zsize").set_value(32).run()
+    at.number_input(key="lg_zq").set_value(1500).run()
+    at.number_input(key="lg_zk").set_value(1480).run()
+    assert not at.exception, at.exception
+    zoom = _figure(at, "lg_zoom")
+    np.testing.assert_allclose(_array(zoom["data"][0]["z"]), la.window(1, 4, 1500, 1532, 1480, 1512), atol=1e-7)
+    assert zoom["data"][0]["x"][0].startswith("1480 ") and zoom["data"][0]["y"][0].startswith("1500 ")
+    over = _figure(at, "lg_overview")
+    box = over["layout"]["shapes"][0]
+    assert (box["x0"], box["y0"]) == (1479.5, 1499.5)
+    assert "L1 H4 (key head 1)" in over["layout"]["title"]["text"]
+    at.number_input(key="lg_zk").set_value(0).run()
+    np.testing.assert_allclose(_array(_figure(at, "lg_zoom")["data"][0]["z"]), la.window(1, 4, 1500, 1532, 0, 32),
+                               atol=1e-7)
+
+
+def test_focus_top_k_and_profiles(recorded):
+    from attnviz.ui.long import DONE
+
+    at = recorded
+    la = at.session_state[DONE].la
+    layer, head = at.selectbox(key="lg_layer").value, at.selectbox(key="lg_head").value
+    at.number_input(key="lg_fq").set_value(2000).run()
+    html = "".join(h.proto.body for h in at.get("html"))
+    row = la.rows(layer, head, 2000, 2001)[0]
+    assert "overflow-y: auto" in html and html.count("data-weight=") == 2048
+    assert f'data-weight="{row[0]:.6f}"' in html
+    at.number_input(key="lg_k").set_value(2).run()
+    at.number_input(key="lg_kspan").set_value(10).run()
+    at.number_input(key="lg_kq").set_value(100).run()
+    pts = _figure(at, "lg_topk")["data"][1]
+    keys, weights = la.top_k(layer, head, 100, 110, 2)
+    assert pts["x"] == [int(k) for k in keys.reshape(-1)]
+    np.testing.assert_allclose(_array(pts["marker"]["color"]), weights.reshape(-1), rtol=1e-6)
+    assert len(_figure(at, "lg_prof_head")["data"]) == 6 and len(_figure(at, "lg_prof_layer")["data"]) == 2
+    assert any("no sliding window" in c.value for c in at.caption)
+    total = sum(len(c.proto.spec) for c in at.get("plotly_chart"))
+    assert total < 3_000_000, total
+
+
+def test_sink_experiment_runs_from_the_page(recorded):
+    at = recorded
+    at.select_slider(key="lg_len").set_value(512).run()  # a shorter text for the three passes
+    assert any("settings changed" in i.value for i in at.info)
+    _record(at)
+    at.select_slider(key="lg_cache").set_value(128).run()
+    at.button(key="lg_sinks_run").click().run()
+    end = time.time() + 120
+    while time.time() < end and not any("lg_sink_curves" in (c.proto.id or "") for c in at.get("plotly_chart")):
+        time.sleep(0.5)
+        at.run()
+        assert not at.exception, at.exception
+    curves = _figure(at, "lg_sink_curves")
+    assert [d["name"] for d in curves["data"]] == ["full cache", "window only (128)", "4 sinks + window (124)"]
+    assert not at.warning
+
+
+def test_binary_upload_is_a_plain_message(tiny_folder):
+    at = open_page(PAGE, model_choice="other", custom_model=tiny_folder)
+    at.radio(key="lg_source").set_value("A file (.txt, .md)").run()
+    at.file_uploader(key="lg_upload").upload("notes.txt", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "text/plain").run()
+    assert not at.exception, at.exception
+    assert any("'notes.txt' is not a text file" in w.value for w in at.warning)
+    assert "lg_record" not in [b.key for b in at.button]  # nothing to record
+    at.file_uploader(key="lg_upload").set_value(("latin.md", "caf\xe9 ".encode("latin-1") * 5, "text/markdown")).run()
+    assert any("'latin.md' is not UTF-8 text" in w.value for w in at.warning)
+
+
+def test_a_length_that_does_not_fit_in_memory_names_the_largest_that_does(tiny_folder, monkeypatch):
+    import attnviz.long.memory as memory
+    from attnviz.long.memory import long_memory_estimate
+    from attnviz.models import load_model
+
+    facts = load_model(tiny_folder).facts
+    monkeypatch.delenv("ATTNVIZ_SKIP_MEMORY_CHECK", raising=False)
+    free = long_memory_estimate(facts, 1000, 64)
+    monkeypatch.setattr(memory, "available_bytes", lambda: free)
+    at = open_page(PAGE, model_choice="other", custom_model=tiny_folder)
+    at.radio(key="lg_source").set_value(BUNDLED).run()
+    at.select_slider(key="lg_len").set_value(2048).run()
+    assert not at.exception, at.exception
+    msg = " ".join(w.value for w in at.warning)
+    assert "2,048 tokens" in msg and "Choose at most 1,000 tokens" in msg, msg
+    assert not at.get("plotly_chart")
+
+
+def test_default_model_says_it_is_capped_at_512(minilm):
+    at = open_page(PAGE)
+    info = " ".join(i.value for i in at.info)
+    assert "reads at most **512 positions**" in info
+    assert at.select_slider(key="lg_len").options == ["512"]
