@@ -91,33 +91,40 @@ class Pooler:
     def add(self, layer: int, w, q0: int, k0: int):
         """w: torch float32 (head, q1-q0, K) weights of rows q0.. (whole tile rows) over keys k0..k0+K-1,
         k0 a tile edge and k0+K a tile edge; cells outside are 0. Rows first (one pass over w, its last axis
-        contiguous), then the small (head, K) row sums are cut into key tiles.
-        Returns torch float32 (head, K): the weights summed over all the block's rows (column sums)."""
+        contiguous; tile rows of one size in one call), then the small (head, tile rows, K) sums are cut into
+        key tiles. Returns torch float32 (head, K): the weights summed over all the block's rows."""
         e = self.edges
         H, B, K = w.shape
         a = int(np.searchsorted(e, k0))  # first key tile
         b = int(np.searchsorted(e, k0 + K))  # one past the last key tile
         split = int(e[min(max(self.big, a), b)]) - k0  # key tiles before `big` span s + 1 positions
+        ta, tb = int(np.searchsorted(e, q0)), int(np.searchsorted(e, q0 + B))  # this block's tile rows
+        mid = min(max(self.big, ta), tb)  # tile rows before `big` span s + 1 rows
         total = None
-        for t in range(int(np.searchsorted(e, q0)), int(np.searchsorted(e, q0 + B))):
-            r0, r1 = int(e[t]) - q0, int(e[t + 1]) - q0
-            rows_sum, rows_max = w[:, r0:r1].sum(1), w[:, r0:r1].amax(1)  # (H, K)
-            self.sum[layer, :, t, a:b] += self._tiles(rows_sum, split, "sum")
-            np.maximum(self.max[layer, :, t, a:b], self._tiles(rows_max, split, "max"), out=self.max[layer, :, t, a:b])
-            total = rows_sum if total is None else total.add_(rows_sum)
+        for t0, t1, size in ((ta, mid, self.size + 1), (mid, tb, self.size)):
+            if t1 <= t0:
+                continue
+            r0 = int(e[t0]) - q0
+            v = w[:, r0:r0 + (t1 - t0) * size].view(H, t1 - t0, size, K)  # (H, tile rows, rows, K)
+            rows_sum, rows_max = v.sum(2), v.amax(2)  # (H, tile rows, K)
+            self.sum[layer, :, t0:t1, a:b] += self._tiles(rows_sum, split, "sum")
+            np.maximum(self.max[layer, :, t0:t1, a:b], self._tiles(rows_max, split, "max"),
+                       out=self.max[layer, :, t0:t1, a:b])
+            rows_total = rows_sum.sum(1)
+            total = rows_total if total is None else total.add_(rows_total)
         return total
 
     def _tiles(self, x, split: int, how: str) -> np.ndarray:
-        """(H, K) -> (H, key tiles): sum or max over each tile's columns (sizes s + 1 up to `split`, then s)."""
+        """(H, R, K) -> (H, R, key tiles): sum or max over each tile's columns (sizes s + 1 up to `split`, then s)."""
         import torch
 
-        H, K = x.shape
+        H, R, K = x.shape
         parts = []
         for lo, hi, size in ((0, split, self.size + 1), (split, K, self.size)):
             if hi > lo:
-                v = x[:, lo:hi].reshape(H, (hi - lo) // size, size)
+                v = x[:, :, lo:hi].reshape(H, R, (hi - lo) // size, size)
                 parts.append(v.sum(-1) if how == "sum" else v.amax(-1))
-        return torch.cat(parts, -1).numpy()
+        return (parts[0] if len(parts) == 1 else torch.cat(parts, -1)).numpy()
 
     def result(self) -> PooledGrid:
         sizes = np.diff(self.edges).astype(np.float32)
