@@ -157,6 +157,7 @@ class _Pass:
         self.n_visible = np.zeros((L, n), dtype=np.int64)  # keys each row may see
         self.near = np.zeros((3, L, H), dtype=np.float64)  # weight summed on key i, i - 1, i + 1
         self.counted: dict[tuple, np.ndarray] = {}
+        self.near_from_dist = long.causal & bool(self.valid.all())  # (layer,)
         self.pooler = Pooler(L, H, n, tiles)
         self.blocks = row_blocks(self.pooler.edges, rows)
         self.ws = _Workspace(H, max(b - a for a, b in self.blocks), n)
@@ -197,8 +198,10 @@ class _Pass:
             cs = col_sum * self.row_weight[q0] if self.valid[q0:q1].all() else torch.matmul(self.row_weight[q0:q1], w)
             part = cs[:, self.cols[inside] - k0]  # (H, c)
             self.col_mean[layer][:, [self.col_pos[int(c)] for c in self.cols[inside]]] += part.numpy()
-        # self / previous / next token roles: the weights beside the diagonal, on RoleReader's rows
-        for r, (rows, step) in enumerate(((reader.q, 0), (reader.qp, -1), (reader.qn, 1))):
+        # self / previous / next token roles: the weights beside the diagonal, on RoleReader's rows (a causal
+        # layer without padding rows reads them off the distance sums at d = 0 and 1 instead, in result())
+        for r, (rows, step) in enumerate(() if self.near_from_dist[layer] else
+                                         ((reader.q, 0), (reader.qp, -1), (reader.qn, 1))):
             i = rows[(rows >= q0) & (rows < q1)]
             i = i[(i + step >= k0) & (i + step < k0 + K)]
             if i.size:
@@ -224,6 +227,10 @@ class _Pass:
         roles[idx["first"]] = self.col_mean[:, :, self.col_pos[0]]
         for role, cs in reader.col_groups:
             roles[role] = self.col_mean[:, :, [self.col_pos[int(c)] for c in cs]].sum(axis=-1)
+        by_dist = self.near_from_dist
+        self.near[0, by_dist] = self.dist[by_dist, :, 0]
+        if n > 1:
+            self.near[1, by_dist] = self.dist[by_dist, :, 1]
         for r, (role, rows) in enumerate((("self", reader.q), ("prev", reader.qp), ("next", reader.qn))):
             if rows.size:
                 roles[idx[role]] = self.near[r] / rows.size

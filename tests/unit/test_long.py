@@ -248,3 +248,17 @@ def test_summaries_report_progress_and_can_be_cancelled(llama):
     calls = []
     with pytest.raises(BadInput, match="cancelled"):
         summarise(la, rows=32, cancelled=lambda: calls.append(1) or len(calls) > 2)
+
+
+def test_a_one_token_input_still_summarises(llama):
+    import dataclasses
+
+    _, la = _pair(llama, 16)
+    one = dataclasses.replace(la, query=la.query[:, :, :1].copy(), key=la.key[:, :, :1].copy(),
+                              key_mask=la.key_mask[:1].copy(), tokens=la.tokens[:1], token_ids=la.token_ids[:1],
+                              special_mask=la.special_mask[:1].copy())
+    s = summarise(one)
+    assert one.seq_len == 1 and s.nats.shape == (2, 6, 1) and (one.head(1, 5) == 1).all()
+    np.testing.assert_allclose(s.sink, 1, atol=1e-6)
+    np.testing.assert_allclose(s.roles["self"], 1, atol=1e-6)
+    assert np.isnan(s.roles["prev"]).all() and (s.mean_distance == 0).all()
