@@ -110,8 +110,10 @@ def pooled_grid_figure(tiles: np.ndarray, edges: np.ndarray, group: int, how: st
         for (k, a, b), name in zip(groups, names):
             fig.add_annotation(x=(a + b) / 2, y=1.0, xref="x", yref="paper", yanchor="bottom", yshift=22,
                                text=name, showarrow=False)
-    height = max(320, min(1400, L * 44 + 120))
-    fig.update_layout(height=height, margin=dict(t=70, l=50, r=20, b=20), plot_bgcolor="white")
+    height = max(320, min(1400, L * 44 + 150))
+    fig.update_layout(title=dict(text=f"All {L} × {H} heads, {t} × {t} tiles each ({how} per tile)", y=0.995,
+                                 yanchor="top"),
+                      height=height, margin=dict(t=110 if group > 1 else 80, l=50, r=20, b=20), plot_bgcolor="white")
     # categorical axes: shapes and annotations use the column index, as above
     fig.update_xaxes(type="category")
     fig.update_yaxes(type="category")

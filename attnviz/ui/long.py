@@ -153,9 +153,13 @@ def length_picker(loaded, text: str, container=None) -> tuple[int, int] | None:
     if st.session_state.get("lg_len") not in options:
         st.session_state["lg_len"] = max([n for n in options if n <= 2048] or options[:1])
     c = container or st
-    limit = c.select_slider("Length limit (tokens)", options=options, key="lg_len", format_func=lambda n: f"{n:,}",
-                            help=f"The first tokens of the text up to this limit are recorded ({facts.name} reads "
-                                 f"at most {cap:,}).")
+    if len(options) == 1:
+        limit = options[0]
+        c.caption(f"Length limit: **{limit:,} tokens**, all that {facts.name} reads.")
+    else:
+        limit = c.select_slider("Length limit (tokens)", options=options, key="lg_len", format_func=lambda n: f"{n:,}",
+                                help=f"The first tokens of the text up to this limit are recorded ({facts.name} "
+                                     f"reads at most {cap:,}).")
     try:
         e = encode(loaded, text, max_tokens=limit)
     except AttnvizError as err:

@@ -210,4 +210,5 @@ def test_default_model_says_it_is_capped_at_512(minilm):
     at = open_page(PAGE)
     info = " ".join(i.value for i in at.info)
     assert "reads at most **512 positions**" in info
-    assert at.select_slider(key="lg_len").options == ["512"]
+    assert any("Length limit: **512 tokens**" in c.value for c in at.caption)
+    assert "lg_len" not in [s.key for s in at.select_slider]  # one length: no slider

@@ -1,0 +1,57 @@
+"""Chromium: the Long inputs page records the bundled long text on the default model (MiniLM, capped at its 512
+positions), opens a head and zooms; the zoomed figure holds the exact weights of the same recording made here."""
+import time
+
+import numpy as np
+import pytest
+
+from tests.browser.helpers import choose, exception_texts, open_path, wait_plot
+from tests.conftest import wait_for_app
+
+pytestmark = pytest.mark.browser
+
+
+def _set_number(page, label: str, value: int) -> None:
+    box = page.get_by_label(label, exact=True).first
+    box.scroll_into_view_if_needed()
+    box.fill(str(value))
+    box.press("Enter")
+    time.sleep(0.5)
+    wait_for_app(page)
+
+
+def _zoom(page) -> tuple[np.ndarray, list, list]:
+    i = wait_plot(page, title="Zoom: queries")
+    data = page.evaluate("(i) => { const d = document.querySelectorAll('.js-plotly-plot')[i]._fullData[0];"
+                         " return [d.z, d.x, d.y]; }", i)
+    return np.asarray(data[0], dtype=float), data[1], data[2]
+
+
+def test_record_the_bundled_text_open_a_head_and_zoom(page, app_server, minilm):
+    from attnviz.long.record import record
+    from attnviz.ui.long import BUNDLED
+
+    open_path(page, app_server, "/long")
+    page.get_by_text("reads at most").first.wait_for()
+    page.get_by_text("Bundled long text (~5,000 words)").click()
+    wait_for_app(page)
+    page.get_by_text("the first 512 are recorded").first.wait_for()
+    page.get_by_role("button", name="▶ Record").click()
+    page.get_by_text("Recorded 512 tokens").first.wait_for(timeout=120_000)
+    wait_for_app(page, 120)
+    assert wait_plot(page, title="All 6 × 12 heads, 64 × 64 tiles each (mean per tile)") == 0
+    assert page.get_by_text("Each cell is the mean of a block").count() >= 1
+    choose(page, "Layer", "3")
+    choose(page, "Head", "5")
+    _set_number(page, "Window size", 32)
+    _set_number(page, "Query start", 300)
+    _set_number(page, "Key start", 280)
+    z, x, y = _zoom(page)
+    la = record(minilm, BUNDLED.read_text(encoding="utf-8"), max_tokens=512)
+    np.testing.assert_allclose(z, la.window(3, 5, 300, 332, 280, 312), atol=1e-6)
+    assert x[0].startswith("280 ") and y[0].startswith("300 ")
+    _set_number(page, "Key start", 0)  # the zoom moves: recomputed at full resolution
+    z, x, _ = _zoom(page)
+    assert x[0].startswith("0 ")
+    np.testing.assert_allclose(z, la.window(3, 5, 300, 332, 0, 32), atol=1e-6)
+    assert exception_texts(page) == []
