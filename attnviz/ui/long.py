@@ -291,7 +291,7 @@ def head_picker(la):
 def zoom_controls(n: int):
     """(q0, k0, size) of the zoom window from three number inputs, clamped to the input."""
     c = st.columns(3)
-    size = int(c[2].number_input("Window size", 8, min(MAX_ZOOM, n), min(64, n), step=8, key="lg_zsize",
+    size = int(c[2].number_input("Window size", min(8, n), min(MAX_ZOOM, n), min(64, n), step=8, key="lg_zsize",
                                  help=f"Positions per side, at most {MAX_ZOOM}: the window is computed exactly."))
     q0 = int(c[0].number_input("Query start", 0, n - 1, max(0, min(n - size, n // 2)), key="lg_zq",
                                help="First query row of the window."))
@@ -416,9 +416,13 @@ def sinks_live(model_key: str, loaded, text: str, limit: int, n: int) -> None:
         switch_button("lg_switch_sinks")
         return
     options = [c for c in (64, 128, 256, 512, 1024) if c < n] or [max(8, n // 2)]
-    cache = int(st.select_slider("Cache size (tokens kept)", options, value=options[min(2, len(options) - 1)],
-                                 key="lg_cache", help="The window-only cache keeps the last tokens; the other keeps "
-                                                      "the first 4 plus the last (size − 4)."))
+    if len(options) == 1:
+        cache = options[0]
+        st.caption(f"Cache size: **{cache} tokens** (the text is short).")
+    else:
+        cache = int(st.select_slider("Cache size (tokens kept)", options, value=options[min(2, len(options) - 1)],
+                                     key="lg_cache", help="The window-only cache keeps the last tokens; the other "
+                                                          "keeps the first 4 plus the last (size − 4)."))
     sid = f"{model_key}|{limit}|{cache}|{_digest(text)}"
     busy = jobs.running(SINK_JOB)
     b = st.columns([1, 1, 4])

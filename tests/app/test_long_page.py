@@ -212,3 +212,16 @@ def test_default_model_says_it_is_capped_at_512(minilm):
     assert "reads at most **512 positions**" in info
     assert any("Length limit: **512 tokens**" in c.value for c in at.caption)
     assert "lg_len" not in [s.key for s in at.select_slider]  # one length: no slider
+
+
+def test_a_short_sidebar_text_records_and_every_view_runs(tiny_folder):
+    at = open_page(PAGE, model_choice="other", custom_model=tiny_folder, text="A cat sat.")
+    _record(at)
+    at.button(key="lg_sinks_run").click().run()
+    end = time.time() + 60
+    while time.time() < end and not any("lg_sink_curves" in (c.proto.id or "") for c in at.get("plotly_chart")):
+        time.sleep(0.5)
+        at.run()
+        assert not at.exception, at.exception
+    assert any("Cache size: **" in c.value for c in at.caption)
+    assert not at.warning, [w.value for w in at.warning]
