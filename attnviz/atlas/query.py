@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import threading
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -69,6 +70,7 @@ class Atlas:
         if not self.done:
             raise BadInput(f"The store in {self.folder} holds no finished chunk yet.")
         self.con = duckdb.connect()
+        weakref.finalize(self, self.con.close)  # also at interpreter exit (cached views outlive their sessions)
         self._lock = threading.Lock()  # one DuckDB connection, shared by the app's sessions: one query at a time
         self._x("SET threads TO 2")
         self.tables = set()
