@@ -74,4 +74,4 @@ st.markdown("StreamingLLM's experiment on the loaded model: read the text with a
             "the window is full: the heads that parked their weight on the first tokens lose their sink and "
             "spread it over the wrong keys. Keeping just the **first 4 tokens** beside the window (same cache "
             "size) brings the loss back near the full cache's. Slow: three passes over the text, with progress.")
-lg.sinks_live(key, loaded, text, limit, n)
+lg.sinks_live(key, loaded, text, limit, n, rec)

@@ -108,12 +108,12 @@ def pooled_grid_figure(tiles: np.ndarray, edges: np.ndarray, group: int, how: st
     fig.update_yaxes(tickvals=cy, ticktext=[f"L{layer}" for layer in range(L)], autorange="reversed", showgrid=False)
     if group > 1:
         for (k, a, b), name in zip(groups, names):
-            fig.add_annotation(x=(a + b) / 2, y=1.0, xref="x", yref="paper", yanchor="bottom", yshift=22,
-                               text=name, showarrow=False)
+            fig.add_annotation(x=(a + b) / 2, y=1.0, xref="x", yref="paper", yanchor="bottom", yshift=26,
+                               text=f"<b>{name}</b>", showarrow=False)
     height = max(320, min(1400, L * 44 + 150))
     fig.update_layout(title=dict(text=f"All {L} × {H} heads, {t} × {t} tiles each ({how} per tile)", y=0.995,
                                  yanchor="top"),
-                      height=height, margin=dict(t=110 if group > 1 else 80, l=50, r=20, b=20), plot_bgcolor="white")
+                      height=height, margin=dict(t=120 if group > 1 else 80, l=50, r=20, b=20), plot_bgcolor="white")
     # categorical axes: shapes and annotations use the column index, as above
     fig.update_xaxes(type="category")
     fig.update_yaxes(type="category")
@@ -156,8 +156,8 @@ def zoom_figure(weights: np.ndarray, q0: int, k0: int, tokens, title: str) -> go
     fig = go.Figure(go.Heatmap(z=weights, x=xs, y=ys, colorscale="Viridis", zmin=0,
                                colorbar=dict(title="weight", thickness=12),
                                hovertemplate="query %{y}<br>key %{x}<br>weight %{z:.5f}<extra></extra>"))
-    step = max(1, max(nq, nk) // 24)
-    fig.update_xaxes(type="category", tickvals=xs[::step], ticktext=xs[::step], tickangle=-60, tickfont=dict(size=10))
+    step = max(1, -(-max(nq, nk) // 16))  # at most 16 labels per axis
+    fig.update_xaxes(type="category", tickvals=xs[::step], ticktext=xs[::step], tickangle=-45, tickfont=dict(size=10))
     fig.update_yaxes(type="category", tickvals=ys[::step], ticktext=ys[::step], autorange="reversed",
                      tickfont=dict(size=10))
     fig.update_layout(title=title, height=560, margin=dict(t=50, l=110, r=10, b=110))
@@ -184,7 +184,9 @@ def top_k_figure(keys: np.ndarray, weights: np.ndarray, q0: int, tokens, title: 
     fig = go.Figure(go.Scatter(x=lx, y=ly, mode="lines", line=dict(color="rgba(120,120,120,0.25)", width=1),
                                hoverinfo="skip", showlegend=False))
     fig.add_trace(go.Scatter(x=xs, y=ys, mode="markers", text=txt, showlegend=False,
-                             marker=dict(color=ws_a, colorscale="Viridis", cmin=0, cmax=1, size=5 + 12 * np.sqrt(ws_a),
+                             marker=dict(color=ws_a, colorscale="Viridis", cmin=0,
+                                         cmax=float(ws_a.max()) if ws_a.size and ws_a.max() > 0 else 1,
+                                         size=5 + 12 * np.sqrt(ws_a / (ws_a.max() if ws_a.size and ws_a.max() > 0 else 1)),
                                          colorbar=dict(title="weight", thickness=12), showscale=True),
                              hovertemplate="%{text}<br>weight %{marker.color:.4f}<extra></extra>"))
     fig.update_layout(title=title, height=420, margin=dict(t=50, l=60, r=10, b=50),

@@ -378,9 +378,16 @@ def profiles(rec: Recording, layer: int) -> None:
                "back. The dip-then-rise at the largest distances is the weight parked on the first tokens.")
 
 
-def sink_mass(rec: Recording) -> None:
-    show_figure(lf.sink_mass_figure(rec.s.sink), key="lg_sink_mass")
-    st.caption("Mean weight each head puts on position 0 over all queries (hover for the exact value).")
+def sink_mass(rec: Recording, key: str = "lg_sink_mass") -> None:
+    la = rec.la
+    fig = lf.sink_mass_figure(rec.s.sink)
+    fig.update_layout(height=max(320, 16 * la.n_layers + 140))
+    fig.update_xaxes(tickvals=list(range(la.n_heads)),
+                     ticktext=[f"h{h}" + (f"·kv{la.kv_head(h)}" if la.group > 1 else "") for h in range(la.n_heads)])
+    show_figure(fig, key=key)
+    top = np.unravel_index(np.argmax(rec.s.sink), rec.s.sink.shape)
+    st.caption(f"Mean weight each head puts on position 0 over all queries (hover for the exact value). The "
+               f"strongest sink here is L{top[0]} H{top[1]}: {rec.s.sink[top]:.0%} of its weight on one token.")
 
 
 def window_pattern(rec: Recording) -> None:
@@ -409,7 +416,7 @@ def _sink_collect(job) -> None:
         st.session_state[SINKS_DONE] = (job.data["sid"], job.result)
 
 
-def sinks_live(model_key: str, loaded, text: str, limit: int, n: int) -> None:
+def sinks_live(model_key: str, loaded, text: str, limit: int, n: int, rec: Recording | None = None) -> None:
     if loaded.facts.kind != "decoder":
         st.info(f"The sink experiment predicts each next token, so it needs a causal language model; "
                 f"**{loaded.facts.name}** is an {loaded.facts.kind}.", icon=":material/info:")
@@ -444,7 +451,12 @@ def sinks_live(model_key: str, loaded, text: str, limit: int, n: int) -> None:
     names = {"full": "full cache", "window": f"window only ({run.cache})",
              "sinks+window": f"{run.sinks} sinks + window ({run.cache - run.sinks})"}
     curves = {names[p]: run.curve(p, 64) for p in run.loss}
-    show_figure(lf.sink_curves_figure(curves, run.positions, "Next-token loss (running mean of 64 positions)"),
-                key="lg_sink_curves")
+    left, right = st.columns([3, 2])
+    with left:
+        show_figure(lf.sink_curves_figure(curves, run.positions, "Next-token loss (running mean of 64 positions)"),
+                    key="lg_sink_curves")
+    if rec is not None:
+        with right:
+            sink_mass(rec, key="lg_sink_mass_live")
     st.caption("After the window first evicts (position " + f"{run.cache:,}): mean loss " + ", ".join(
         f"{names[p]} **{run.mean_after(p):.3f}**" for p in run.loss) + " nats.")
