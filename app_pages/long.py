@@ -4,6 +4,7 @@ import streamlit as st
 from attnviz.ui import long as lg
 from attnviz.ui.page import stop
 from attnviz.ui.present import page_intro
+from attnviz.ui.share import bind
 
 page_intro("Long inputs",
     "The other pages keep every head's full map: layers × heads × n × n weights, 72 GB for SmolLM2 at 8,192 "
@@ -12,6 +13,7 @@ page_intro("Long inputs",
     "**exactly** from them when you look at it, with the model's own scaling and mask; summaries (the pooled "
     "grid, distances, sink mass) are computed block by block right after the pass.")
 
+bind(lg.KEYS)
 key, loaded = lg.model()
 lg.context_note(loaded)
 

@@ -29,6 +29,7 @@ GRID_BUDGET = 1_500_000  # bytes of float32 tiles the all-heads grid may send to
 MAX_ZOOM = 256  # largest zoom window (positions per side)
 OVERVIEW_TILES = 128  # tiles per side of one head's pooled overview
 CAUSAL_MODEL = "smollm2"
+KEYS = {"lg_source": str, "lg_len": int, "lg_how": str}  # the page's settings kept in the link
 
 
 @dataclass(frozen=True)

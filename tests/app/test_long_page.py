@@ -225,3 +225,11 @@ def test_a_short_sidebar_text_records_and_every_view_runs(tiny_folder):
         assert not at.exception, at.exception
     assert any("Cache size: **" in c.value for c in at.caption)
     assert not at.warning, [w.value for w in at.warning]
+
+
+def test_a_link_restores_the_text_source_length_and_pooling(tiny_folder):
+    at = open_page(PAGE, query={"model_choice": "other", "custom_model": tiny_folder, "lg_source": BUNDLED,
+                                "lg_len": "1024", "lg_how": "max"})
+    assert at.radio(key="lg_source").value == BUNDLED
+    assert at.select_slider(key="lg_len").value == 1024
+    assert any("the first **1,024** are recorded" in c.value for c in at.caption)
