@@ -145,8 +145,15 @@ def current_result(max_tokens: int | None = None, lens: bool = False):
         return None
     if result.truncation and result.truncation.truncated:
         t = result.truncation
-        st.info(f"The text is {t.n_tokens_requested} tokens long; the model takes at most {t.max_tokens}, "
-                f"so the last {t.n_dropped} tokens were dropped.")
+        context = result.facts.max_positions
+        if context and context > t.max_tokens:  # the app's dense limit, not the model's
+            st.info(f"The text is {t.n_tokens_requested:,} tokens long. This page keeps every head's full map, so it "
+                    f"reads at most {t.max_tokens} tokens ({result.facts.name} itself takes {context:,}): the last "
+                    f"{t.n_dropped:,} were dropped. The **Long inputs** page reads the whole text, computing each "
+                    "map only when you look at it.")
+        else:
+            st.info(f"The text is {t.n_tokens_requested} tokens long; the model takes at most {t.max_tokens}, "
+                    f"so the last {t.n_dropped} tokens were dropped.")
     if lens:
         return words.apply(contrib.apply(result, key, text, pair or None, max_tokens, trained=False), key, text,
                            pair or None, max_tokens, trained=False)
