@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from attnviz.errors import BadInput
-from attnviz.long.maps import LongAttention, flush_denormals, tensor
+from attnviz.long.maps import LongAttention, flush_denormals
 from attnviz.long.pooled import DEFAULT_TILES, PooledGrid, Pooler, row_blocks
 from attnviz.metrics.entropy import padding_positions
 from attnviz.metrics.roles import ROLE_KEYS, RoleReader, RoleScores, broadness
