@@ -143,8 +143,9 @@ def head_overview_figure(tiles: np.ndarray, edges: np.ndarray, title: str, how: 
         fig.add_shape(type="rect", x0=k0 - 0.5, x1=k1 - 0.5, y0=q0 - 0.5, y1=q1 - 0.5,
                       line=dict(color="#d62728", width=2))
     fig.update_layout(title=title, height=460, margin=dict(t=50, l=60, r=10, b=50),
-                      xaxis=dict(title="key position", constrain="domain"),
-                      yaxis=dict(title="query position", autorange="reversed", scaleanchor="x"))
+                      xaxis=dict(title="key position", constrain="domain", range=[-0.5, e[-1] - 0.5]),
+                      yaxis=dict(title="query position", range=[e[-1] - 0.5, -0.5], scaleanchor="x",
+                                 constrain="domain"))
     return fig
 
 

@@ -225,7 +225,7 @@ def record_panel(model_key: str, loaded, text: str, limit: int, n: int) -> Recor
         st.rerun()
     b[1].button("■ Cancel", key="lg_cancel", disabled=not busy, on_click=jobs.cancel, args=(JOB,))
     b[2].caption(f"{n:,} tokens on {loaded.facts.name}: the pass and the summaries take from a few seconds (MiniLM, "
-                 "512) to about a minute (SmolLM2, 4,096) on this machine.")
+                 "512) to a few minutes (SmolLM2, 4,096) on a 2-core machine; the page stays usable meanwhile.")
     jobs.watch(JOB, _draw, on_done=_collect)
     job = jobs.current(JOB)
     if job is not None and job.done and job.error:
@@ -433,7 +433,7 @@ def sinks_live(model_key: str, loaded, text: str, limit: int, n: int, rec: Recor
                                                           "keeps the first 4 plus the last (size − 4)."))
     sid = f"{model_key}|{limit}|{cache}|{_digest(text)}"
     busy = jobs.running(SINK_JOB)
-    b = st.columns([1, 1, 4])
+    b = st.columns([2, 1, 4])
     if b[0].button("▶ Run the sink experiment", key="lg_sinks_run", type="primary", disabled=busy):
         jobs.start(SINK_JOB, _sink_work(model_key, text, limit, cache), "sink experiment", tag=sid, sid=sid)
         st.rerun()
