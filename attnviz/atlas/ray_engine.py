@@ -125,12 +125,14 @@ def run_ray(model_key: str, todo, folder, *, workers: int = 2, words: bool = Tru
         rows = [{"chunk": int(c), "payload": pickle.dumps(items, protocol=pickle.HIGHEST_PROTOCOL)}
                 for c, items in todo]
         ds = ray.data.from_items(rows, override_num_blocks=len(rows))  # one block a chunk: any actor takes any
+        # one chunk in flight per actor: the first actor ready must not queue every chunk while the others load
+        pool = ray.data.ActorPoolStrategy(size=workers, max_tasks_in_flight_per_actor=1)
         # a local instance: an actor that dies fails the run (re-running resumes); on a cluster Ray Data
         # restarts lost actors (it then logs once that their constructor arguments live in the object store)
         restarts = {} if address else {"max_restarts": 0}
         with warnings.catch_warnings():  # max_restarts has no named parameter yet (Ray 2.60)
             warnings.simplefilter("ignore", DeprecationWarning)
-            out = ds.map_batches(ChunkWriter, batch_size=1, compute=ray.data.ActorPoolStrategy(size=workers),
+            out = ds.map_batches(ChunkWriter, batch_size=1, compute=pool,
                                  num_cpus=1, batch_format="numpy", **restarts,
                                  fn_constructor_kwargs=dict(model_key=model_key, folder=str(Path(folder).resolve()),
                                                             words=words, max_tokens=max_tokens, threads=1))
