@@ -86,6 +86,7 @@ def start_ray(workers: int) -> bool:
                   logging_level=logging.ERROR, log_to_driver=False)
     try:
         if address:
+            _check_reachable(address)
             ray.init(address=address, **common)
         else:
             os.environ.pop("RAY_ADDRESS", None)  # an empty value would mean "connect"
@@ -95,6 +96,21 @@ def start_ray(workers: int) -> bool:
         where = f"the Ray cluster at RAY_ADDRESS={address!r}" if address else "a local Ray instance"
         raise AttnvizError(f"Could not start or reach {where}: {str(e).splitlines()[0] if str(e) else e}") from None
     return True
+
+
+def _check_reachable(address: str, timeout: float = 5.0) -> None:
+    """Fail fast on a host:port (or ray://host:port) nobody listens on: Ray itself would wait minutes."""
+    import socket
+
+    hostport = address.split("://", 1)[-1].rstrip("/")
+    if address == "auto" or ":" not in hostport:
+        return
+    host, _, port = hostport.rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+            pass
+    except (OSError, ValueError) as e:
+        raise ConnectionError(f"nothing answers at {hostport} ({e.__class__.__name__}: {e})") from None
 
 
 def run_ray(model_key: str, todo, folder, *, workers: int = 2, words: bool = True, max_tokens=None,

@@ -159,3 +159,14 @@ def test_cli_runs_on_ray(tmp_path):
     assert "Traceback" not in proc.stderr
     assert len(_table(out, "sentences")) == 4 and len(list((out / "parts").glob("done-*.json"))) == 1
     _assert_no_new_ray_processes(before)
+
+
+def test_unreachable_cluster_is_a_plain_message(tmp_path, monkeypatch):
+    """RAY_ADDRESS naming a port nobody listens on fails in seconds with a sentence, not a Ray traceback."""
+    from attnviz.errors import AttnvizError
+
+    monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:1")
+    t = time.perf_counter()
+    with pytest.raises(AttnvizError, match=r"Could not start or reach the Ray cluster at RAY_ADDRESS='127.0.0.1:1'"):
+        run_corpus("minilm", _corpus(), tmp_path / "s", engine="ray", workers=2, chunk_size=3)
+    assert time.perf_counter() - t < 30 and not ray.is_initialized()
