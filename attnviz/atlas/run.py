@@ -87,7 +87,11 @@ def run_corpus(model_key: str, corpus: Corpus, folder, *, loaded=None, engine: s
     else:
         from attnviz.atlas.ray_engine import run_ray
 
-        for c, n, t in run_ray(model_key, todo, folder, workers=workers, words=words, max_tokens=max_tokens):
+        for c, n, t in run_ray(model_key, todo, folder, workers=workers, words=words, max_tokens=max_tokens,
+                               cancelled=cancelled):
+            if c is None:
+                stop = True
+                break
             n_done += n
             n_trunc += t
             report(n_done, len(corpus), f"chunk {c + 1} of {len(chunks)}")
