@@ -434,7 +434,7 @@ def sinks_live(model_key: str, loaded, text: str, limit: int, n: int, rec: Recor
     sid = f"{model_key}|{limit}|{cache}|{_digest(text)}"
     busy = jobs.running(SINK_JOB)
     b = st.columns([2, 1, 4])
-    if b[0].button("▶ Run the sink experiment", key="lg_sinks_run", type="primary", disabled=busy):
+    if b[0].button("▶ Run the experiment", key="lg_sinks_run", type="primary", disabled=busy):
         jobs.start(SINK_JOB, _sink_work(model_key, text, limit, cache), "sink experiment", tag=sid, sid=sid)
         st.rerun()
     b[1].button("■ Cancel", key="lg_sinks_cancel", disabled=not busy, on_click=jobs.cancel, args=(SINK_JOB,))
@@ -454,8 +454,10 @@ def sinks_live(model_key: str, loaded, text: str, limit: int, n: int, rec: Recor
     curves = {names[p]: run.curve(p, 64) for p in run.loss}
     left, right = st.columns([3, 2])
     with left:
-        show_figure(lf.sink_curves_figure(curves, run.positions, "Next-token loss (running mean of 64 positions)"),
-                    key="lg_sink_curves")
+        fig = lf.sink_curves_figure(curves, run.positions, "Next-token loss (running mean of 64 positions)")
+        fig.add_vline(x=run.cache, line=dict(color="#888", dash="dot"), annotation_text="the window is full",
+                      annotation_position="top right")
+        show_figure(fig, key="lg_sink_curves")
     if rec is not None:
         with right:
             sink_mass(rec, key="lg_sink_mass_live")
