@@ -388,7 +388,7 @@ def sink_mass(rec: Recording, key: str = "lg_sink_mass") -> None:
     show_figure(fig, key=key)
     top = np.unravel_index(np.argmax(rec.s.sink), rec.s.sink.shape)
     st.caption(f"Mean weight each head puts on position 0 over all queries (hover for the exact value). The "
-               f"strongest sink here is L{top[0]} H{top[1]}: {rec.s.sink[top]:.0%} of its weight on one token.")
+               f"strongest sink here is L{top[0]} H{top[1]}: {rec.s.sink[top]:.1%} of its weight on one token.")
 
 
 def window_pattern(rec: Recording) -> None:
