@@ -380,7 +380,11 @@ class Walker:
         if "model_choice" not in params:
             ok = False
             self.fail("sidebar", f"the URL does not carry the model (URL keys {sorted(params)})")
-        if self.page.locator(f'{SIDEBAR} [data-testid="stExpander"]', has_text="Link to this view").count() == 0:
+        box = self.page.locator(f'{SIDEBAR} [data-testid="stExpander"]', has_text="Link to this view")
+        deadline = time.time() + 15  # the box is drawn when the run ends: a slow page's comes last
+        while box.count() == 0 and time.time() < deadline:
+            time.sleep(0.5)
+        if box.count() == 0:
             ok = False
             self.fail("sidebar", f"the sidebar has no 'Link to this view' box")
         if not ok and text is not None:  # carry on from a known state
