@@ -45,3 +45,36 @@ def test_run_default_corpus_rank_a_pattern_and_open_the_head(page, app_server):
     assert not exception_texts(page)
     # the atlas's statistics are about words: the heatmap opens at word level too
     assert params.get("words") == "1"
+
+
+def test_an_uploaded_file_parsed_by_spacy_runs_end_to_end(page, app_server, tmp_path):
+    """A user's .txt file, parsed by spaCy: the run stores it and the syntax tab reports silver parses."""
+    from attnviz.atlas import corpus as cp
+
+    lines = ["The teacher praised the clever student.", "A small dog chased the old cat near the house.",
+             "My sister reads long books in the garden.", "The pilot greeted the tired passengers.",
+             "Her brother found a red kite under the bridge.", "The judge trusted the honest witness."]
+    path = tmp_path / "my sentences.txt"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    corpus = cp.from_text(path.read_bytes(), path.name)
+    shutil.rmtree(folder_for("minilm", corpus, True), ignore_errors=True)
+    page.goto(app_server.url + "/atlas")
+    wait_for_app(page)
+    page.get_by_text("A file (.txt, .csv, .conllu)").click()
+    wait_for_app(page)
+    page.locator('.st-key-at_upload input[type="file"]').set_input_files(str(path))
+    wait_for_app(page)
+    page.get_by_text("Parse with spaCy").click()
+    wait_for_app(page)
+    page.get_by_role("button", name="▶ Run the corpus").click()
+    page.get_by_text("Done: 6 of 6 sentences stored").first.wait_for(timeout=300_000)
+    wait_for_app(page)
+    assert "my sentences.txt" in page.get_by_role("combobox", name="Stored run").input_value()
+    page.get_by_role("tab", name="Syntax").click()
+    time.sleep(0.5)
+    wait_for_app(page)
+    page.get_by_text("silver").first.wait_for(timeout=30_000)
+    assert page.get_by_text("spaCy").count() >= 1
+    assert page.locator('[data-testid="stDataFrame"]').count() >= 1
+    wait_plot(page, title="Dependencies (blue)")
+    assert not exception_texts(page)
