@@ -75,20 +75,13 @@ def run_corpus(model_key: str, corpus: Corpus, folder, *, loaded=None, engine: s
             n_done += len(records)
             n_trunc += sum(r.truncated for r in records)
             report(n_done, len(corpus), f"chunk {c + 1} of {len(chunks)}")
-    elif engine == "embedded":
-        for c, n, t in run_embedded(model_key, todo, folder, workers=workers, words=words, max_tokens=max_tokens,
-                                    cancelled=cancelled):
-            if c is None:
-                stop = True
-                break
-            n_done += n
-            n_trunc += t
-            report(n_done, len(corpus), f"chunk {c + 1} of {len(chunks)}")
-    else:
-        from attnviz.atlas.ray_engine import run_ray
-
-        for c, n, t in run_ray(model_key, todo, folder, workers=workers, words=words, max_tokens=max_tokens,
-                               cancelled=cancelled):
+    else:  # engines that yield (chunk, sentences, truncated) as chunks finish, (None, 0, 0) once if cancelled
+        if engine == "embedded":
+            finished_chunks = run_embedded
+        else:
+            from attnviz.atlas.ray_engine import run_ray as finished_chunks
+        for c, n, t in finished_chunks(model_key, todo, folder, workers=workers, words=words, max_tokens=max_tokens,
+                                       cancelled=cancelled):
             if c is None:
                 stop = True
                 break

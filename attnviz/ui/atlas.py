@@ -19,6 +19,7 @@ from attnviz.atlas.stats import STAT_LABELS, STATS
 from attnviz.errors import AttnvizError
 from attnviz.ui import jobs
 from attnviz.ui.figure import show_figure
+from attnviz.ui.metrics import clicked_head
 
 JOB = "atlas_job"
 SOURCES = ("The default corpus", "A file (.txt, .csv, .conllu)")
@@ -178,20 +179,6 @@ def open_head_on_typical(atlas, layer: int, head: int) -> None:
     _, text = atlas.typical_sentence(layer, head)
     queue(bool(atlas.info.get("words")))
     open_head(layer, head, text)
-
-
-def clicked_head(event) -> tuple[int, int] | None:
-    try:
-        points = event.selection.points if event else []
-    except AttributeError:
-        points = (event or {}).get("selection", {}).get("points", [])
-    for p in points:
-        data = p.get("customdata") if isinstance(p, dict) else None
-        if isinstance(data, dict):
-            data = [data[k] for k in sorted(data, key=int)]
-        if data is not None and len(data) >= 2:
-            return int(data[0]), int(data[1])
-    return None
 
 
 def head_grid_clicks(atlas, fig, key: str) -> None:

@@ -266,7 +266,7 @@ def grid(rec: Recording, how: str, selected) -> None:
     e = s.pooled.edges
     fig = lf.pooled_grid_figure(tiles, e, la.group, how, selected=selected)
     event = show_figure(fig, key="lg_grid", on_select="rerun", selection_mode="points", name="long-grid")
-    from attnviz.ui.atlas import clicked_head
+    from attnviz.ui.metrics import clicked_head
 
     hit = clicked_head(event)
     if hit and st.session_state.get("_lg_grid_seen") != hit:

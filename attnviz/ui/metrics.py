@@ -101,8 +101,13 @@ def clickable_head_grid(fig, key: str, text: str | None = None) -> None:
     when given, else on the sidebar's text)."""
     from attnviz.ui.figure import show_figure
 
-    event = show_figure(fig, key=key, on_select="rerun", selection_mode="points")
-    points = []
+    hit = clicked_head(show_figure(fig, key=key, on_select="rerun", selection_mode="points"))
+    if hit:
+        open_head(*hit, text)
+
+
+def clicked_head(event) -> tuple[int, int] | None:
+    """The (layer, head) customdata of the point a chart's selection event holds, or None."""
     try:
         points = event.selection.points if event else []
     except AttributeError:
@@ -112,7 +117,8 @@ def clickable_head_grid(fig, key: str, text: str | None = None) -> None:
         if isinstance(data, dict):  # a typed array arrives as {"0": layer, "1": head}
             data = [data[k] for k in sorted(data, key=int)]
         if data is not None and len(data) >= 2:
-            open_head(int(data[0]), int(data[1]), text)
+            return int(data[0]), int(data[1])
+    return None
 
 
 def corpus_role_scores(key: str, words: bool = False) -> RoleScores | None:
