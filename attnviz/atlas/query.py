@@ -181,11 +181,11 @@ class Atlas:
         cond, params = self._predicate(p)
         first = " AND e.q > 0" if p.exclude_first else ""
         n_rows = self._x("SELECT sum(n_tokens - ?) FROM sentences", [1 if p.exclude_first else 0]).fetchone()[0]
-        rows = self._x(
-            f"""SELECT e.layer, e.head, sum(e.w) AS s FROM edges e
-                JOIN tokens tq ON tq.sid = e.sid AND tq.pos = e.q
-                JOIN tokens tk ON tk.sid = e.sid AND tk.pos = e.k
-                WHERE {cond}{first} GROUP BY e.layer, e.head""", params).fetchall()
+        joins = "".join(j for alias, j in (
+            ("tq.", " JOIN tokens tq ON tq.sid = e.sid AND tq.pos = e.q"),
+            ("tk.", " JOIN tokens tk ON tk.sid = e.sid AND tk.pos = e.k")) if alias in cond)  # only what it reads
+        rows = self._x(f"SELECT e.layer, e.head, sum(e.w) AS s FROM edges e{joins} "
+                       f"WHERE {cond}{first} GROUP BY e.layer, e.head", params).fetchall()
         score = np.zeros((self.n_layers, self.n_heads))
         for layer, head, s in rows:
             score[layer, head] = s / max(n_rows, 1)

@@ -74,7 +74,7 @@ def _write_json(path: Path, data: dict) -> None:
     os.replace(tmp, path)
 
 
-def _write_table(folder: Path, name: str, chunk: int, columns: dict) -> None:
+def _write_table(folder: Path, name: str, chunk: int, columns: dict, row_group_size: int | None = None) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -82,7 +82,7 @@ def _write_table(folder: Path, name: str, chunk: int, columns: dict) -> None:
     tmp = path.with_suffix(".tmp")
     # text columns are always strings, even in a chunk where every value is missing (no parses)
     cols = {k: pa.array(v, type=pa.string()) if isinstance(v, list) else v for k, v in columns.items()}
-    pq.write_table(pa.table(cols), tmp, compression="zstd")
+    pq.write_table(pa.table(cols), tmp, compression="zstd", row_group_size=row_group_size)
     os.replace(tmp, path)
 
 
@@ -126,7 +126,8 @@ def write_chunk(folder: Path, chunk: int, records: list, relations=None) -> None
     order = np.lexsort((e[2], sid, e[1], e[0]))  # by layer, head, sentence, query: row groups prune by head
     _write_table(folder, "edges", chunk, {"sid": sid[order], "layer": e[0][order].astype(np.int8),
                                           "head": e[1][order].astype(np.int8), "q": e[2][order], "k": e[3][order],
-                                          "w": e[4][order]})
+                                          "w": e[4][order]},
+                 row_group_size=2048)  # small row groups sorted by head: a search for one head skips the rest
     a, b = np.triu_indices(n_l * n_h, 1)
     _write_table(folder, "js", chunk, {"chunk": np.full(a.size, chunk, np.int32), "a": a.astype(np.int16),
                                        "b": b.astype(np.int16), "sum": np.sum([r.js_sum for r in recs], axis=0),
