@@ -49,7 +49,7 @@ walk: setup-dev chromium
 
 # Two replicas behind nginx with sticky sessions at http://127.0.0.1:$(PORT) (deploy/nginx.conf.template).
 serve-replicas: setup nginx
-	$(PY) -m attnviz.classroom.replicas --port $(PORT) --replicas 2
+	$(PY) -m attnviz.ui.classroom.replicas --port $(PORT) --replicas 2
 
 bench: setup
 	$(PY) -m attnviz.bench

@@ -29,16 +29,9 @@ def _full_imports(path: Path) -> set[str]:
 
 
 def test_core_never_imports_streamlit():
-    """Only attnviz/ui/ imports streamlit; attnviz/classroom/ may import its wire format, streamlit.proto."""
-    bad = []
-    for p in (ROOT / "attnviz").rglob("*.py"):
-        top = p.relative_to(ROOT / "attnviz").parts[:1]
-        if "ui" in top or "streamlit" not in _imports(p):
-            continue
-        st_imports = {m for m in _full_imports(p) if m == "streamlit" or m.startswith("streamlit.")}
-        if "classroom" in top and all(m.startswith("streamlit.proto.") or m == "streamlit.proto" for m in st_imports):
-            continue
-        bad.append(str(p.relative_to(ROOT)))
+    """Only attnviz/ui/ imports streamlit (the class load generator, which speaks its wire format, lives there)."""
+    bad = [str(p.relative_to(ROOT)) for p in (ROOT / "attnviz").rglob("*.py")
+           if "ui" not in p.relative_to(ROOT / "attnviz").parts[:1] and "streamlit" in _imports(p)]
     assert bad == []
 
 
@@ -69,7 +62,7 @@ def test_settings_reach_the_url_one_way():
 FOUNDATION = {"__init__", "types", "errors", "examples", "runtime", "units", "attention", "hooks", "extract",
               "capture", "export", "plotting"}
 FEATURES = {"models", "heatmap", "query_key", "metrics", "lab", "positional", "complexity", "training", "bench", "ui",
-            "contrib", "attribution", "logit_lens", "decks", "classroom", "words", "long", "atlas"}
+            "contrib", "attribution", "logit_lens", "decks", "words", "long", "atlas"}
 
 
 def _modules() -> dict[str, Path]:
@@ -128,7 +121,7 @@ def test_root_of_the_package_holds_only_the_foundation():
 
 
 def test_each_feature_has_one_figures_module_and_only_figures_import_plotly():
-    for folder in FEATURES - {"ui", "bench", "models", "decks", "classroom", "words"}:  # these draw no figures
+    for folder in FEATURES - {"ui", "bench", "models", "decks", "words"}:  # these draw no figures
         assert (ROOT / "attnviz" / folder / "figures.py").exists(), folder
     bad = [str(p.relative_to(ROOT)) for p in (ROOT / "attnviz").rglob("*.py")
            if "plotly" in _imports(p) and p.name != "figures.py" and p.relative_to(ROOT).as_posix() not in
