@@ -5,7 +5,7 @@ from attnviz.errors import BadInput
 from attnviz.plotting import PALETTES
 from attnviz.heatmap.figures import focus_figure, heatmap_figure, lines_figure
 from attnviz.heatmap.raster import GridLayout, default_thumb
-from attnviz.ui.cache import grid_image
+from attnviz.ui.cache import figure, grid_image
 from attnviz.heatmap.figures import grid_figure
 from attnviz.export import result_npz
 from attnviz.ui.metrics import ablated_heads
@@ -94,7 +94,7 @@ with grid_text:
 with grid_col:
     layout = GridLayout(n_layers, n_heads, default_thumb(n_layers, n_heads, attention.shape[2]), 2)
     png = grid_image(attention, layout.n_layers, layout.n_heads, layout.thumb, layout.gap, palette)
-    show_figure(grid_figure(png, layout, ablated=ablated, selected=(layer, head), attention=attention, tokens=q_tokens,
+    show_figure(figure(grid_figure, png, layout, ablated=tuple(sorted(ablated)), selected=(layer, head), attention=attention, tokens=q_tokens,
                             key_tokens=k_tokens),
                 key="hm_grid", name="all-heads", on_select="rerun",
                 selection_mode="points", exports=False)
@@ -112,7 +112,7 @@ zmin, zmax, log_floor = colour_range(view.values, scale)
 fig_col, info_col = st.columns([3, 1])
 with fig_col:
     show_figure(
-        heatmap_figure(view.values, q_tokens, k_tokens, rows=view.rows, cols=view.cols,
+        figure(heatmap_figure, view.values, q_tokens, k_tokens, rows=view.rows, cols=view.cols,
                        zmin=zmin, zmax=zmax, colorscale=palette, log_floor=log_floor,
                        colorbar_title=("renormalised " if view.renormalised else "") + what,
                        causal=which == "decoder" or (which == "self" and facts.causal)),
@@ -147,17 +147,17 @@ if not presenting():  # the lecturer says it; the heading stays on the figures' 
 n_q = attention.shape[2]
 # a new text keeps the position if it still exists, else the first word
 focus = token_picker(q_tokens, "hm_focus", default=1 if n_q > 2 else 0)
-layer_heads_ablated = {h for (l, h) in ablated if l == layer}
+layer_heads_ablated = tuple(sorted(h for (l, h) in ablated if l == layer))
 c_out, c_in = st.columns(2)
 if which == "self":
     with c_out:
-        show_figure(focus_figure(attention[layer], focus, q_tokens, direction="out", colorscale=palette, what=what,
+        show_figure(figure(focus_figure, attention[layer], focus, q_tokens, direction="out", colorscale=palette, what=what,
                                  ablated_heads=layer_heads_ablated), key="hm_focus_out", name=f"layer{layer}-token{focus}-out")
     with c_in:
-        show_figure(focus_figure(attention[layer], focus, q_tokens, direction="in", colorscale=palette, what=what,
+        show_figure(figure(focus_figure, attention[layer], focus, q_tokens, direction="in", colorscale=palette, what=what,
                                  ablated_heads=layer_heads_ablated), key="hm_focus_in", name=f"layer{layer}-token{focus}-in")
 else:
-    show_figure(focus_figure(attention[layer], focus, k_tokens, direction="out", colorscale=palette, what=what,
+    show_figure(figure(focus_figure, attention[layer], focus, k_tokens, direction="out", colorscale=palette, what=what,
                              ablated_heads=layer_heads_ablated), key="hm_focus_out", name=f"layer{layer}-token{focus}-out")
 
 if which == "self":
@@ -177,7 +177,7 @@ if which == "self" and n_q <= 128 and not presenting():
                 "focus token's lines are drawn alone; untick to see every token's.")
     st.session_state.setdefault("hm_lines_focus", True)
     only_focus = st.checkbox("Only the focus token", key="hm_lines_focus")
-    show_figure(lines_figure(attention[layer, head], q_tokens, focus=focus if only_focus else None),
+    show_figure(figure(lines_figure, attention[layer, head], q_tokens, focus=focus if only_focus else None),
                 key="hm_lines", name=f"lines-layer{layer}-head{head}")
 elif which == "self" and not presenting():
     st.caption("The lines view is drawn for inputs up to 128 tokens.")

@@ -79,6 +79,14 @@ def attach_numbers(fig: go.Figure, csv_text) -> go.Figure:
     return fig
 
 
+def copy_figure(fig: go.Figure) -> go.Figure:
+    """A copy of `fig` that may be changed without touching `fig` (its CSV numbers kept)."""
+    copy = go.Figure(fig)
+    if hasattr(fig, NUMBERS_ATTR):
+        setattr(copy, NUMBERS_ATTR, getattr(fig, NUMBERS_ATTR))
+    return copy
+
+
 def log_ticks(floor: float, top: float) -> tuple[list[float], list[str]]:
     """Tick weights for a log colour bar: powers of ten (and 1-2-5 steps within a short range)
     between floor and top, with their labels in plain or scientific notation."""

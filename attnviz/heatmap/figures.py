@@ -83,17 +83,20 @@ def focus_figure(layer_attention: np.ndarray, token: int, tokens, *, direction: 
     label = tokens[token]
     heading = (f"what {label!r} attends to (its row)" if direction == "out"
                else f"what attends to {label!r} (its column)")
-    hover = (f"head %{{y}}<br>key %{{x}}: %{{customdata}}<br>{what} %{{z:{WEIGHT_FORMAT}}}<extra></extra>"
+    hover = (f"head %{{y}}<br>key %{{x}}<br>{what} %{{z:{WEIGHT_FORMAT}}}<extra></extra>"
              if direction == "out" else
-             f"head %{{y}}<br>query %{{x}}: %{{customdata}}<br>{what} %{{z:{WEIGHT_FORMAT}}}<extra></extra>")
-    custom = np.tile(np.array([str(t) for t in tokens], dtype=object), (n_heads, 1))
-    fig = go.Figure(go.Heatmap(z=values, x=np.arange(n), y=np.arange(n_heads), colorscale=colorscale,
-                               zmin=0, customdata=custom, hovertemplate=hover,
-                               colorbar=dict(title=what, **NO_SI)))
+             f"head %{{y}}<br>query %{{x}}<br>{what} %{{z:{WEIGHT_FORMAT}}}<extra></extra>")
+    # the x axis is categories "position: token" (hover names the token without a per-cell customdata: a
+    # heads x tokens array of strings was most of this figure's size and build time)
+    labels = [f"{i}: {t}" for i, t in enumerate(tokens)]
+    ticks = token_ticks(tokens)
+    fig = go.Figure(go.Heatmap(z=values, x=labels, y=np.arange(n_heads), colorscale=colorscale,
+                               zmin=0, hovertemplate=hover, colorbar=dict(title=what, **NO_SI)))
     fig.update_layout(
         title=heading, height=int(max(260, 26 * n_heads + 140)), margin=dict(l=10, r=10, t=40, b=10),
         xaxis=dict(title="key" if direction == "out" else "query", tickangle=-60, automargin=True,
-                   **token_ticks(tokens)),
+                   type="category", tickmode="array", tickvals=[labels[i] for i in ticks["tickvals"]],
+                   ticktext=ticks["ticktext"]),
         yaxis=dict(tickmode="array", tickvals=list(range(n_heads)), ticktext=head_labels, autorange="reversed",
                    automargin=True),
     )

@@ -170,6 +170,34 @@ def _fingerprint(a: np.ndarray) -> tuple:
     return a.shape, str(a.dtype), hashlib.blake2b(sample.tobytes(), digest_size=16).hexdigest()
 
 
+def _array_key(a: np.ndarray) -> tuple:
+    """A figure's input array as a cache key: every value up to 2M of them (a 512-token head is 262k), the
+    sampled fingerprint beyond (a whole result, whose every head's picture is already in the key's other
+    arguments)."""
+    import hashlib
+
+    if a.size > 2_000_000:
+        return _fingerprint(a)
+    return a.shape, str(a.dtype), hashlib.blake2b(np.ascontiguousarray(a).tobytes(), digest_size=16).hexdigest()
+
+
+@st.cache_resource(max_entries=96, show_spinner=False, hash_funcs={np.ndarray: _array_key})
+def _shared_figure(name: str, _build, args: tuple, kwargs: dict):
+    from attnviz.plotting import no_si_prefixes
+
+    fig = no_si_prefixes(_build(*args, **kwargs))
+    fig._attnviz_shared = True  # show_figure copies it before any change (presentation mode)
+    return fig
+
+
+def figure(build, *args, **kwargs):
+    """`build(*args, **kwargs)` (a plotly figure builder) once per distinct input for every session: a class
+    opening the same view, or a head change that leaves the token-focus figures as they were, reuses the
+    figure instead of building it again (plotly's validation is most of a warm page run). Read-only: the
+    figure is shared."""
+    return _shared_figure(f"{build.__module__}.{build.__qualname__}", build, args, kwargs)
+
+
 @st.cache_resource(max_entries=16, show_spinner=False, hash_funcs={np.ndarray: _fingerprint})
 def grid_image(attention: np.ndarray, n_layers: int, n_heads: int, thumb: int, gap: int, colorscale: str) -> bytes:
     """The all-heads grid picture of one stack of a result (PNG bytes): the same for every head

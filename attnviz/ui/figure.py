@@ -7,7 +7,7 @@ import streamlit as st
 
 from attnviz.errors import AttnvizError
 from attnviz.export import figure_csv, figure_html, figure_image
-from attnviz.plotting import _uses_coloraxis, no_si_prefixes
+from attnviz.plotting import _uses_coloraxis, copy_figure, no_si_prefixes
 from attnviz.ui.present import presenting
 
 PRESENT_FONT = 18  # px: the smallest figure text in presentation mode (the body text's size)
@@ -144,7 +144,11 @@ def show_figure(fig, key: str | None = None, *, name: str | None = None, exports
     key = key or _auto_key(fig)
     title = fig.layout.title.text if fig.layout.title and fig.layout.title.text else None
     name = _slug(name or title or key)
-    no_si_prefixes(fig)  # weights as 0.0001 or 1e-04, never plotly's default "100µ"
+    if getattr(fig, "_attnviz_shared", False):  # from ui.cache.figure: already without SI prefixes, read-only
+        if presenting():
+            fig = copy_figure(fig)
+    else:
+        no_si_prefixes(fig)  # weights as 0.0001 or 1e-04, never plotly's default "100µ"
     if presenting():
         present_figure(fig)
     config = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "filename": name, "scale": 2}}

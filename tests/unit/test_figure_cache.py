@@ -1,0 +1,70 @@
+"""Issue 16: a result's figures are built once and shared by every session (ui.cache.figure), and the server
+does not run a full garbage collection after every script run (it was most of a warm rerun's time)."""
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import numpy as np
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_streamlit_config_turns_off_the_collection_after_every_run():
+    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text(encoding="utf-8"))
+    assert config["runner"]["postScriptGC"] is False
+
+
+def _script():
+    import numpy as np
+    import streamlit as st
+
+    from attnviz.heatmap.figures import focus_figure
+    from attnviz.ui.cache import figure
+    from attnviz.ui.figure import show_figure
+
+    calls = st.session_state.setdefault("calls", [])
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return focus_figure(*args, **kwargs)
+
+    a = np.full((2, 3, 3), 1 / 3, dtype=np.float32)
+    a[1, 1] = [0.0001, 0.0002, 0.9997]
+    scale = st.session_state.get("scale", 1.0)
+    fig = figure(counted, a * scale, 1, ["x", "y", "z"], direction="out")
+    show_figure(fig, key="focus")
+    st.session_state["figs"] = st.session_state.get("figs", []) + [fig]
+
+
+def test_a_figure_is_built_once_per_input_shared_and_never_changed_by_presentation_mode():
+    at = AppTest.from_function(_script, default_timeout=60).run()
+    assert not at.exception
+    at.run()
+    assert len(at.session_state["calls"]) == 1  # the second run reused the figure
+    first, second = at.session_state["figs"]
+    assert first is second
+    # already without SI prefixes (plotly would write 0.0001 as "100µ")
+    assert first.data[0].colorbar.exponentformat == "e"
+    # hover names the token without a per-cell customdata
+    assert list(first.data[0].x) == ["0: x", "1: y", "2: z"] and first.data[0].customdata is None
+    np.testing.assert_allclose(first.data[0].z[1], [0.0001, 0.0002, 0.9997], rtol=1e-6)
+
+    at.session_state["present"] = True
+    at.run()
+    assert not at.exception
+    assert len(at.session_state["calls"]) == 1
+    shared = at.session_state["figs"][-1]
+    assert shared is first and shared.layout.font.size is None  # presentation fonts went on a copy
+    import json
+
+    from attnviz.ui.figure import PRESENT_FONT
+
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)  # what the browser got: the enlarged copy
+    assert spec["layout"]["font"]["size"] == PRESENT_FONT
+
+    at.session_state["scale"] = 0.5  # other numbers: another figure
+    at.run()
+    assert len(at.session_state["calls"]) == 2
+    assert at.session_state["figs"][-1] is not first
