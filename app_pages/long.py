@@ -57,7 +57,7 @@ with tabs[1]:
 with tabs[2]:
     st.markdown("How much weight goes how far back: the **attention-vs-distance profile** of each head of the "
                 "chosen layer (left) and of each layer averaged over its heads (right), summed block by block "
-                "during the summaries pass.")
+                "during the recording pass.")
     lg.profiles(rec, layer)
 with tabs[3]:
     st.markdown("**Attention sinks.** Many heads of causal LLMs put a large share of their weight on the "

@@ -1,10 +1,11 @@
 """Bench figures of long inputs (issue 14), measured in a child process so its peak memory is its own:
-long_extract_ratio_N   (recording pass + every summary) / the plain SDPA forward alone (goal <= 1.5 at 4,096)
+long_extract_ratio_N   the recording pass with every summary computed inside it (record_with_summaries) / the plain
+                       SDPA forward alone (goal <= 1.5 at 4,096); best of interleaved repeats for both
 long_peak_gb_N         peak resident memory of the whole child run, model load included (goal <= 4)
 long_head_ms_N         one head's full n x n map recomputed on demand (goal <= 500 ms)
 long_grid_bytes_N      the all-heads grid as sent to the browser: pooled tiles as one PNG in a plotly figure
                        (goal <= 2 MB)
-plus the parts (forward, recording and summaries seconds), the peak after loading the model alone, and the
+plus the seconds of both (forward, recording), the peak after loading the model alone, and the
 memory estimate shown before running (what the run should add to that).
 `python -m attnviz.bench.long 4096` runs one size and prints its JSON."""
 from __future__ import annotations
@@ -37,8 +38,7 @@ def measure(n_tokens: int, repeats: int = 1) -> dict[str, float]:
     from attnviz.heatmap.figures import grid_figure
     from attnviz.heatmap.raster import GridLayout, grid_png
     from attnviz.long.memory import long_memory_estimate
-    from attnviz.long.record import record, runner_and_inputs
-    from attnviz.long.summaries import summarise
+    from attnviz.long.record import record_with_summaries, runner_and_inputs
     from attnviz.models import load_model
 
     loaded = load_model("smollm2")
@@ -62,14 +62,13 @@ def measure(n_tokens: int, repeats: int = 1) -> dict[str, float]:
     short = encode(loaded, text, max_tokens=64)  # warm up both paths (first calls allocate and initialise)
     with torch.inference_mode():
         runner(**runner_and_inputs(loaded, short.inputs)[1])
-    summarise(record(loaded, text, max_tokens=64))
-    t_plain, t_ours, t_rec, t_sum = [], [], [], []
+    record_with_summaries(loaded, text, max_tokens=64)
+    t_plain, t_ours = [], []
     for _ in range(repeats):  # interleaved: both see the same load on the machine
+        out.clear()  # the previous run's record is not held through this one
         t_plain.append(seconds(plain))
-        out.pop("la", None), out.pop("summaries", None)
-        t_rec.append(seconds(lambda: out.__setitem__("la", record(loaded, text, max_tokens=n_tokens))))
-        t_sum.append(seconds(lambda: out.__setitem__("summaries", summarise(out["la"]))))
-        t_ours.append(t_rec[-1] + t_sum[-1])
+        t_ours.append(seconds(lambda: out.update(zip(("la", "summaries"),
+                                                      record_with_summaries(loaded, text, max_tokens=n_tokens)))))
     la, s = out["la"], out["summaries"]
     heads = [(0, 0), (la.n_layers // 2, 4), (la.n_layers - 1, la.n_heads - 1)]
     head_s = [seconds(lambda lh=lh: la.head(*lh)) for lh in heads]
@@ -84,8 +83,7 @@ def measure(n_tokens: int, repeats: int = 1) -> dict[str, float]:
         f"long_head_ms_{n}": 1000 * sorted(head_s)[len(head_s) // 2],
         f"long_grid_bytes_{n}": grid,
         f"long_forward_s_{n}": min(t_plain),
-        f"long_record_s_{n}": min(t_rec),
-        f"long_summaries_s_{n}": min(t_sum),
+        f"long_record_s_{n}": min(t_ours),  # recording and every summary, in one pass
         f"long_record_gb_{n}": la.nbytes / 1e9,
         f"long_loaded_gb_{n}": loaded_peak / 1e9,  # peak after loading the model, before any pass
         f"long_estimate_gb_{n}": long_memory_estimate(loaded.facts, n, d_ff=int(config.intermediate_size)) / 1e9,
@@ -113,7 +111,7 @@ def figures(quick: bool = False) -> dict[str, float]:
         return {}  # SmolLM2 is not installed: nothing to measure
     if quick:
         return run_child(1024)
-    out = run_child(4096, repeats=2)
+    out = run_child(4096, repeats=3)
     if os.environ.get("ATTNVIZ_BENCH_LONG_8192") == "1":
         out.update(run_child(8192))
     return out

@@ -9,6 +9,8 @@ against them on a sample of rows, so a model whose mask is something else is ref
 from __future__ import annotations
 
 import threading
+from contextlib import nullcontext
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -24,6 +26,10 @@ CHECK_ROWS = 64
 # Keyword arguments that add something to q·k × scaling: the recorded q and k would not explain the weights.
 _SCORE_EXTRAS = ("softcap", "s_aux", "sinks", "position_bias", "alibi")
 _STATE = threading.local()
+# Query rows per block of the fused pass: every head of a layer x 64 rows x the keys they see is at most 9.4 MB at
+# 4,096 tokens on SmolLM2, so the ~8 passes over a block (softmax, maxima, sums, pooling) stay in the 32 MB cache
+# (256 rows: softmax of a 38 MB block 14.7 ms, of two 64-row halves 2.0 ms).
+FUSED_ROWS = 64
 _REGISTERED = False
 
 
@@ -48,6 +54,7 @@ class _Recording:
         self.calls = 0
         self.problem: str | None = None
         self.rows = np.unique(np.linspace(0, n - 1, min(n, CHECK_ROWS)).round().astype(int))
+        self.fused: _Fused | None = None
 
     def window_of(self, module, layer: int, kwargs) -> int:
         """The layer's sliding window from the call, the module, or the config (layer_types)."""
@@ -58,11 +65,12 @@ class _Recording:
                 w = getattr(self.config, "sliding_window", None)
         return int(w) if w else 0
 
-    def add(self, module, query, key, attention_mask, scaling: float, kwargs) -> None:
+    def add(self, module, query, key, attention_mask, scaling: float, kwargs) -> int | None:
+        """Record one layer's q and k and facts; its index, or None once the model does not qualify."""
         import torch
 
         if self.problem:
-            return
+            return None
         layer = getattr(module, "layer_idx", None)
         layer = self.calls if layer is None else int(layer)
         self.calls += 1
@@ -70,27 +78,28 @@ class _Recording:
         n_kv = key.shape[1]  # (B, H_kv, T, d)
         if layer in self.seen or not 0 <= layer < self.n_layers:
             self.problem = f"its attention layer {layer} ran twice or is not one of its {self.n_layers} layers."
-            return
+            return None
         if query.shape[0] != 1 or n_heads != self.n_heads or n != self.n or key.shape[2] != n or n_heads % n_kv:
             self.problem = "its attention layers do not see the whole input as one block of heads."
-            return
+            return None
         extras = [k for k in _SCORE_EXTRAS if kwargs.get(k) is not None]
         if extras:
             self.problem = f"its scores get more than q·k × scaling ({', '.join(extras)})."
-            return
+            return None
         if self.query is None:  # torch's allocator: large blocks are written faster than np.empty's
             self.query = torch.empty((self.n_layers, n_heads, n, d), dtype=torch.float32).numpy()
             self.key = torch.empty((self.n_layers, n_kv, n, d), dtype=torch.float32).numpy()
         elif self.key.shape[1] != n_kv or self.query.shape[3] != d:
             self.problem = "its layers differ in head count or head width."
-            return
+            return None
         self.seen.add(layer)
         causal = kwargs.get("is_causal")
         causal = bool(getattr(module, "is_causal", self.model_causal) if causal is None else causal)
         self.causal[layer], self.window[layer], self.scaling[layer] = causal, self.window_of(module, layer, kwargs), scaling
-        self.query[layer] = query[0].detach().float().numpy()  # attn.q (head, n, d)
-        self.key[layer] = key[0].detach().float().numpy()  # attn.k (kv_head, n, d)
+        torch.from_numpy(self.query[layer]).copy_(query[0].detach())  # attn.q (head, n, d), torch's threaded copy
+        torch.from_numpy(self.key[layer]).copy_(key[0].detach())  # attn.k (kv_head, n, d)
         self.check_mask(layer, attention_mask)
+        return None if self.problem else layer
 
     def expected(self, layer: int):
         """bool (rows, n): the mask rebuilt from the causal flag, the window and the key padding."""
@@ -129,7 +138,9 @@ def _record(module, query, key, value, attention_mask, scaling=None, dropout=0.0
         scaling = query.size(-1) ** -0.5
     state = getattr(_STATE, "current", None)
     if state is not None:
-        state.add(module, query, key, attention_mask, float(scaling), kwargs)
+        layer = state.add(module, query, key, attention_mask, float(scaling), kwargs)
+        if layer is not None and state.fused is not None:  # the summaries pass computes the output too
+            return state.fused.attend(layer, value), None
     return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
                                   **kwargs)
 
@@ -158,15 +169,50 @@ def runner_and_inputs(loaded, inputs: dict):
     return runner, kw
 
 
-def record(loaded, text: str, *, max_tokens: int | None = None, check_memory: bool = True) -> LongAttention:
-    """Run `loaded` (a LoadedModel) once over text with SDPA attention and return every layer's queries
-    and keys as a LongAttention. max_tokens: default the model's context. check_memory: first check that
-    the record, its summaries and the pass fit in the memory free now (memory.check_long_fits).
+@dataclass(frozen=True)
+class _Open(LongAttention):
+    """The record while the pass fills it: layer by layer, arrays still written (not checked, not frozen)."""
 
-    Raises BadInput (empty text, a length that does not fit in free memory) or AttentionUnavailable (encoder-decoders, models whose attention is not
-    plain q·k × scaling with a causal / sliding-window / padding mask, or that bypass transformers'
-    attention functions)."""
+    def __post_init__(self):
+        pass
+
+
+class _Fused:
+    """The summaries pass run inside the forward: each layer's weights are computed once, block by block, for
+    its summaries and for its output (weights x values) in place of the SDPA kernel, so the separate pass
+    that would compute q·k and the softmax a second time is not needed."""
+
+    def __init__(self, state: _Recording, e, facts, tiles: int, rows: int, progress, cancelled):
+        self.state, self.e, self.facts, self.tiles, self.rows = state, e, facts, tiles, rows
+        self.progress, self.cancelled = progress, cancelled
+        self.summaries = None  # summaries._Pass, opened at the first layer (the q/k arrays exist then)
+        self.done = 0
+
+    def attend(self, layer: int, value):
+        import torch
+
+        from attnviz.long.summaries import _Pass
+
+        st, e = self.state, self.e
+        if self.summaries is None:
+            long = _Open(query=st.query, key=st.key, scaling=st.scaling, causal=st.causal, sliding_window=st.window,
+                         key_mask=st.key_mask, tokens=e.tokens, token_ids=(), special_mask=e.special,
+                         facts=self.facts, text="")
+            self.summaries = _Pass(long, self.tiles, self.rows, causal=self.facts.causal)
+        _, n_kv, n, d = value.shape
+        out = torch.empty((1, n, st.n_heads, d), dtype=value.dtype)
+        self.summaries.layer(layer, self.cancelled, value=value[0], out=out[0])
+        self.done += 1
+        if self.progress is not None:
+            self.progress(self.done, st.n_layers)
+        return out
+
+
+def _run(loaded, text: str, max_tokens: int | None, check_memory: bool, fused: dict | None):
+    """The recording pass; (LongAttention, the fused pass's summaries or None)."""
     import torch
+
+    from attnviz.long.maps import flush_denormals
 
     facts, model = loaded.facts, loaded.model
     model_type = getattr(model.config, "model_type", "unknown")
@@ -180,8 +226,10 @@ def record(loaded, text: str, *, max_tokens: int | None = None, check_memory: bo
         check_long_fits(facts, n, d_ff=getattr(model.config, "intermediate_size", None))
     key_mask = e.inputs["attention_mask"][0].numpy().astype(bool)
     state = _Recording(model.config, facts.n_layers, facts.n_heads, n, key_mask, facts.causal)
+    if fused is not None:
+        state.fused = _Fused(state, e, facts, **fused)
     runner, inputs = runner_and_inputs(loaded, e.inputs)
-    with loaded.lock, torch.inference_mode():
+    with loaded.lock, torch.inference_mode(), flush_denormals() if fused is not None else nullcontext():
         _STATE.current = state
         try:
             with attention_function((model.config, getattr(runner, "config", model.config)), NAME):
@@ -193,7 +241,41 @@ def record(loaded, text: str, *, max_tokens: int | None = None, check_memory: bo
     if len(state.seen) != facts.n_layers:
         raise unsupported(model_type, f"only {len(state.seen)} of its {facts.n_layers} attention layers go through "
                                       "transformers' attention functions, so their q and k cannot be read.")
-    return LongAttention(query=state.query, key=state.key, scaling=state.scaling, causal=state.causal,
-                         sliding_window=state.window, key_mask=key_mask, tokens=e.tokens,
-                         token_ids=tuple(int(i) for i in e.ids), special_mask=e.special, facts=facts,
-                         text=e.text, truncation=e.truncation)
+    la = LongAttention(query=state.query, key=state.key, scaling=state.scaling, causal=state.causal,
+                       sliding_window=state.window, key_mask=key_mask, tokens=e.tokens,
+                       token_ids=tuple(int(i) for i in e.ids), special_mask=e.special, facts=facts,
+                       text=e.text, truncation=e.truncation)
+    if fused is None:
+        return la, None
+    summaries = state.fused.summaries
+    if summaries is None or bool(la.causal.all()) != bool(facts.causal):  # role rows read the wrong way: redo
+        return la, None
+    summaries.long = la
+    return la, summaries.result()
+
+
+def record_with_summaries(loaded, text: str, *, max_tokens: int | None = None, tiles: int | None = None,
+                          rows: int = FUSED_ROWS, progress=None, cancelled=None, check_memory: bool = True):
+    """(LongAttention, LongSummaries) from one forward pass: each layer's weights are computed block by block
+    once, for its summaries and its output (instead of SDPA plus a second pass over the record).
+    progress(done, total) after each layer; cancelled() returning True stops the pass (BadInput, nothing kept).
+    Raises as record() does."""
+    from attnviz.long.pooled import DEFAULT_TILES
+    from attnviz.long.summaries import summarise
+
+    la, s = _run(loaded, text, max_tokens, check_memory,
+                 dict(tiles=tiles or DEFAULT_TILES, rows=rows, progress=progress, cancelled=cancelled))
+    if s is None:  # a model whose layers are not all causal or all bidirectional like the model: the plain pass
+        s = summarise(la, tiles=tiles or DEFAULT_TILES, cancelled=cancelled)
+    return la, s
+
+
+def record(loaded, text: str, *, max_tokens: int | None = None, check_memory: bool = True) -> LongAttention:
+    """Run `loaded` (a LoadedModel) once over text with SDPA attention and return every layer's queries
+    and keys as a LongAttention. max_tokens: default the model's context. check_memory: first check that
+    the record, its summaries and the pass fit in the memory free now (memory.check_long_fits).
+
+    Raises BadInput (empty text, a length that does not fit in free memory) or AttentionUnavailable (encoder-decoders, models whose attention is not
+    plain q·k × scaling with a causal / sliding-window / padding mask, or that bypass transformers'
+    attention functions)."""
+    return _run(loaded, text, max_tokens, check_memory, None)[0]

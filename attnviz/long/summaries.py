@@ -139,16 +139,20 @@ def _gather_distance(w, q0: int, k0: int, n: int):
 class _Pass:
     """The accumulators of one summaries pass, filled block by block."""
 
-    def __init__(self, long: LongAttention, tiles: int, rows: int):
+    def __init__(self, long: LongAttention, tiles: int, rows: int, causal: bool | None = None):
+        """causal: the model's causal flag for the role rows (default: every layer of `long` is causal; a pass
+        run inside the forward, before the layers are known, gives the model's)."""
         import torch
 
         L, H, n = long.n_layers, long.n_heads, long.seq_len
         self.long = long
         self.valid = ~padding_positions(long.tokens, long.special_mask)  # query rows that count
-        self.reader = RoleReader(long.tokens, long.special_mask, causal=bool(long.causal.all()))
+        self.all_valid = bool(self.valid.all())
+        self.reader = RoleReader(long.tokens, long.special_mask,
+                                 causal=bool(long.causal.all()) if causal is None else causal)
         cols = sorted({0} | {int(c) for _, cs in self.reader.col_groups for c in cs})  # columns roles read
         self.col_pos = {c: i for i, c in enumerate(cols)}
-        self.cols = torch.tensor(cols, dtype=torch.long)
+        self.cols = np.array(cols, dtype=np.int64)  # sorted
         self.row_weight = torch.from_numpy(self.reader.row_weight)  # (n,): 1/|valid| on valid rows
         self.nats = np.zeros((L, H, n), dtype=np.float32)  # per-row entropy
         self.dist = np.zeros((L, H, n), dtype=np.float64)  # weight summed at |i - j| = d
@@ -157,28 +161,41 @@ class _Pass:
         self.n_visible = np.zeros((L, n), dtype=np.int64)  # keys each row may see
         self.near = np.zeros((3, L, H), dtype=np.float64)  # weight summed on key i, i - 1, i + 1
         self.counted: dict[tuple, np.ndarray] = {}
-        self.near_from_dist = long.causal & bool(self.valid.all())  # (layer,)
         self.pooler = Pooler(L, H, n, tiles)
         self.blocks = row_blocks(self.pooler.edges, rows)
         self.ws = _Workspace(H, max(b - a for a, b in self.blocks), n)
 
-    def run(self, progress, cancelled) -> None:
-        long = self.long
-        for layer in range(long.n_layers):
-            self.n_visible[layer] = visible_counts(long, layer)
-            shape = (bool(long.causal[layer]), int(long.sliding_window[layer]))
-            if shape not in self.counted:
-                self.counted[shape] = distance_counts(long, layer, self.valid)
-            self.counts[layer] = self.counted[shape]
-            for q0, q1 in self.blocks:
-                if cancelled is not None and cancelled():
-                    raise BadInput("The summaries were cancelled; nothing was kept.")
-                self.block(layer, q0, q1)
-            if progress is not None:
-                progress(layer + 1, long.n_layers)
+    def near_from_dist(self, layer: int) -> bool:
+        """A causal layer without padding rows reads the self / previous-token roles off the distance sums."""
+        return bool(self.long.causal[layer]) and self.all_valid
 
-    def block(self, layer: int, q0: int, q1: int) -> None:
-        """Every head of `layer`, query rows q0..q1-1 (whole tile rows)."""
+    def start_layer(self, layer: int) -> None:
+        """The counts of `layer` (its causal flag and window known)."""
+        long = self.long
+        self.n_visible[layer] = visible_counts(long, layer)
+        shape = (bool(long.causal[layer]), int(long.sliding_window[layer]))
+        if shape not in self.counted:
+            self.counted[shape] = distance_counts(long, layer, self.valid)
+        self.counts[layer] = self.counted[shape]
+
+    def layer(self, layer: int, cancelled, value=None, out=None) -> None:
+        """Every block of `layer`; with value (kv_head, n, d) also the layer's attention output into out
+        (n, head, d), from the same weights (the pass run inside the forward instead of the kernel)."""
+        self.start_layer(layer)
+        for q0, q1 in self.blocks:
+            if cancelled is not None and cancelled():
+                raise BadInput("The summaries were cancelled; nothing was kept.")
+            self.block(layer, q0, q1, value, out)
+
+    def run(self, progress, cancelled) -> None:
+        for layer in range(self.long.n_layers):
+            self.layer(layer, cancelled)
+            if progress is not None:
+                progress(layer + 1, self.long.n_layers)
+
+    def block(self, layer: int, q0: int, q1: int, value=None, out=None) -> None:
+        """Every head of `layer`, query rows q0..q1-1 (whole tile rows); with value and out, the rows' attention
+        output too (weights x values, each key/value head once for the query heads that share it)."""
         import torch
 
         long, reader, H, B = self.long, self.reader, self.long.n_heads, q1 - q0
@@ -187,20 +204,24 @@ class _Pass:
         K = s.shape[-1]
         w = self.ws.weights(H, B, K)
         torch.softmax(s, dim=-1, out=w)  # (H, B, K)
+        if value is not None:
+            kv = value.shape[0]
+            mixed = torch.matmul(w.view(kv, (H // kv) * B, K), value[:, k0:k0 + K].float())  # (kv, group * B, d)
+            out[q0:q1] = mixed.view(H, B, -1).transpose(0, 1)
         col_sum = self.pooler.add(layer, w, q0, k0)  # (H, K): weights summed over the block's rows
         # entropy: H = lse - sum_j p_j s_j, and at the largest score p = 1/Z, so lse = max s - log(max p)
         lse = s.amax(-1) - torch.log(w.amax(-1))  # (H, B)
         ps = torch.mul(w, s, out=s).sum(-1)  # the scores are not needed any more
         self.nats[layer, :, q0:q1] = (lse - ps).clamp_(min=0).numpy()
         # column roles (first / [CLS] / [SEP] / punctuation): RoleReader's weighted column means
-        inside = (self.cols >= k0) & (self.cols < k0 + K)
-        if inside.any():  # valid rows all weigh 1/|valid|: the pooler's column sums serve, else a gemv
+        a, b = np.searchsorted(self.cols, [k0, k0 + K])  # the role columns inside this block's keys
+        if b > a:  # valid rows all weigh 1/|valid|: the pooler's column sums serve, else a gemv
             cs = col_sum * self.row_weight[q0] if self.valid[q0:q1].all() else torch.matmul(self.row_weight[q0:q1], w)
-            part = cs[:, self.cols[inside] - k0]  # (H, c)
-            self.col_mean[layer][:, [self.col_pos[int(c)] for c in self.cols[inside]]] += part.numpy()
+            part = cs[:, torch.from_numpy(self.cols[a:b] - k0)]  # (H, c)
+            self.col_mean[layer][:, a:b] += part.numpy()
         # self / previous / next token roles: the weights beside the diagonal, on RoleReader's rows (a causal
         # layer without padding rows reads them off the distance sums at d = 0 and 1 instead, in result())
-        for r, (rows, step) in enumerate(() if self.near_from_dist[layer] else
+        for r, (rows, step) in enumerate(() if self.near_from_dist(layer) else
                                          ((reader.q, 0), (reader.qp, -1), (reader.qn, 1))):
             i = rows[(rows >= q0) & (rows < q1)]
             i = i[(i + step >= k0) & (i + step < k0 + K)]
@@ -227,7 +248,7 @@ class _Pass:
         roles[idx["first"]] = self.col_mean[:, :, self.col_pos[0]]
         for role, cs in reader.col_groups:
             roles[role] = self.col_mean[:, :, [self.col_pos[int(c)] for c in cs]].sum(axis=-1)
-        by_dist = self.near_from_dist
+        by_dist = np.array([self.near_from_dist(layer) for layer in range(L)], dtype=bool)
         self.near[0, by_dist] = self.dist[by_dist, :, 0]
         if n > 1:
             self.near[1, by_dist] = self.dist[by_dist, :, 1]

@@ -227,22 +227,14 @@ def atlas_view(folder: str, done: tuple):
 # raises and is not cached). SmolLM2 at 4,096 tokens holds ~0.4 GB: two entries only. Read-only, shared.
 @st.cache_resource(max_entries=2, show_spinner=False)
 def long_recording(model_key: str, text: str, max_tokens: int, tiles: int, _report=None, _cancel=None):
-    from attnviz.errors import BadInput
-    from attnviz.long.record import record
-    from attnviz.long.summaries import summarise
-
-    la = record(get_model(model_key), text, max_tokens=max_tokens)
-    if _cancel is not None and _cancel.is_set():
-        raise BadInput("The recording was cancelled; nothing was kept.")
+    from attnviz.long.record import record_with_summaries
 
     def progress(done, total):
         if _report is not None:
-            _report(done, total + 1, f"summaries: layer {done} of {total}")
+            _report(done, total, f"layer {done} of {total} recorded and summarised")
 
-    if _report is not None:
-        _report(1, la.n_layers + 1, "summaries: layer 0 of " + str(la.n_layers))
-    s = summarise(la, tiles=tiles, progress=progress, cancelled=_cancel.is_set if _cancel is not None else None)
-    return la, s
+    return record_with_summaries(get_model(model_key), text, max_tokens=max_tokens, tiles=tiles, progress=progress,
+                                 cancelled=_cancel.is_set if _cancel is not None else None)
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)

@@ -193,7 +193,7 @@ def _work(model_key: str, text: str, limit: int, tiles: int):
 
         t0 = time.perf_counter()
         loaded = get_model(model_key)
-        report(0, loaded.facts.n_layers + 1, "one forward pass, recording queries and keys…")
+        report(0, loaded.facts.n_layers, "one forward pass: each layer recorded and summarised in turn…")
         la, s = long_recording(model_key, text, limit, tiles, _report=report, _cancel=cancel)
         rid = f"{model_key}|{limit}|{tiles}|{_digest(text)}"
         return Recording(rid, model_key, limit, tiles, la, s, time.perf_counter() - t0)

@@ -1,0 +1,69 @@
+"""Issue 14: the summaries computed inside the recording forward (each layer's weights once, for its summaries
+and, in place of SDPA, for its output) equal a plain SDPA recording followed by the separate summaries pass."""
+import numpy as np
+import pytest
+
+from attnviz.errors import BadInput
+from attnviz.examples import long_text
+from attnviz.long.record import record, record_with_summaries
+from attnviz.long.summaries import summarise
+from tests.tiny_models import tiny_long_loaded
+
+TEXT = long_text(2000)
+
+
+@pytest.fixture(scope="module")
+def llama():
+    m = tiny_long_loaded("llama-long")
+    m.tokenizer.model_max_length = 10 ** 6
+    return m
+
+
+@pytest.fixture(scope="module")
+def mistral():
+    m = tiny_long_loaded("mistral-window", window=7)
+    m.tokenizer.model_max_length = 10 ** 6
+    return m
+
+
+def _same(loaded, n, tiles=48):
+    plain = record(loaded, TEXT, max_tokens=n)
+    ref = summarise(plain, tiles=tiles)
+    la, s = record_with_summaries(loaded, TEXT, max_tokens=n, tiles=tiles)
+    # the layers after the first ran on outputs computed by the fused pass: their q and k match SDPA's run
+    np.testing.assert_allclose(la.query, plain.query, atol=2e-5)
+    np.testing.assert_allclose(la.key, plain.key, atol=2e-5)
+    for name in ("nats", "normalised", "head_nats", "head_normalised", "sink", "mean_distance"):
+        np.testing.assert_allclose(getattr(s, name), getattr(ref, name), atol=5e-5, rtol=1e-5, err_msg=name)
+    np.testing.assert_allclose(s.distance_weight, ref.distance_weight, atol=5e-5, rtol=1e-5)
+    assert (s.distance_count == ref.distance_count).all()
+    np.testing.assert_allclose(s.roles.scores, ref.roles.scores, atol=5e-5, equal_nan=True)
+    np.testing.assert_allclose(s.pooled.mean, ref.pooled.mean, atol=1e-6)
+    np.testing.assert_allclose(s.pooled.max, ref.pooled.max, atol=2e-5)
+    return la, s
+
+
+@pytest.mark.parametrize("n", [16, 512])
+def test_fused_pass_equals_sdpa_then_summaries_on_a_gqa_llama(llama, n):
+    _same(llama, n)
+
+
+def test_fused_pass_equals_sdpa_then_summaries_with_a_sliding_window(mistral):
+    la, _ = _same(mistral, 300)
+    assert (la.sliding_window == 7).all()
+
+
+def test_fused_pass_equals_sdpa_then_summaries_on_a_bidirectional_encoder(minilm):
+    la, s = _same(minilm, 512)
+    assert not la.causal.any() and not np.isnan(s.roles["next"]).any()
+
+
+def test_fused_pass_reports_each_layer_and_can_be_cancelled(llama):
+    seen = []
+    record_with_summaries(llama, TEXT, max_tokens=100, progress=lambda d, t: seen.append((d, t)))
+    assert seen == [(1, 2), (2, 2)]
+    calls = []
+    with pytest.raises(BadInput, match="cancelled"):
+        record_with_summaries(llama, TEXT, max_tokens=600, cancelled=lambda: calls.append(1) or len(calls) > 2)
+    la, _ = record_with_summaries(llama, TEXT, max_tokens=100)  # the model is usable after a cancelled pass
+    assert la.seq_len == 100
