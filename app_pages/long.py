@@ -11,7 +11,8 @@ page_intro("Long inputs",
     "tokens. Here one forward pass with an efficient attention kernel records only each layer's **queries and "
     "keys** (after RoPE; the keys once per key/value head). Any head's map, or any block of it, is rebuilt "
     "**exactly** from them when you look at it, with the model's own scaling and mask; summaries (the pooled "
-    "grid, distances, sink mass) are computed block by block right after the pass.")
+    "grid, distances, sink mass) are computed block by block during the pass. A model whose queries and keys "
+    "cannot be recorded is shown from its dense weights, up to 512 tokens, in the same views.")
 
 bind(lg.KEYS)
 key, loaded = lg.model()

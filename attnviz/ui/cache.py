@@ -237,6 +237,17 @@ def long_recording(model_key: str, text: str, max_tokens: int, tiles: int, _repo
                                  cancelled=_cancel.is_set if _cancel is not None else None)
 
 
+@st.cache_resource(max_entries=2, show_spinner=False)
+def dense_recording(model_key: str, text: str, max_tokens: int, tiles: int):
+    """(DenseAttention, LongSummaries) of the dense result: the Long inputs views for a model whose q and k
+    cannot be recorded, up to the dense pages' limit."""
+    from attnviz.long.dense import DenseAttention
+    from attnviz.long.summaries import summarise
+
+    dense = DenseAttention(get_result(model_key, text, None, max_tokens))
+    return dense, summarise(dense, tiles=tiles)
+
+
 @st.cache_resource(max_entries=16, show_spinner=False)
 def long_head_overview(recording_id: str, _la, layer: int, head: int, tiles: int, how: str):
     """(tiles (t, t) float32, edges) of one head of a recording pooled to `tiles` per side (mean or max),

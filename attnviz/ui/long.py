@@ -40,9 +40,10 @@ class Recording:
     model_key: str
     max_tokens: int
     tiles: int
-    la: object  # LongAttention
+    la: object  # LongAttention, or DenseAttention (the same interface over a dense result)
     s: object  # LongSummaries
     seconds: float
+    dense_reason: str | None = None  # why the model's q and k could not be recorded (la is dense then)
 
 
 def _digest(text: str) -> str:
@@ -189,13 +190,19 @@ def _work(model_key: str, text: str, limit: int, tiles: int):
     def work(report, cancel):
         import time
 
-        from attnviz.ui.cache import get_model, long_recording
+        from attnviz.ui.cache import dense_recording, get_model, long_recording
 
         t0 = time.perf_counter()
         loaded = get_model(model_key)
-        report(0, loaded.facts.n_layers, "one forward pass: each layer recorded and summarised in turn…")
-        la, s = long_recording(model_key, text, limit, tiles, _report=report, _cancel=cancel)
         rid = f"{model_key}|{limit}|{tiles}|{_digest(text)}"
+        report(0, loaded.facts.n_layers, "one forward pass: each layer recorded and summarised in turn…")
+        try:
+            la, s = long_recording(model_key, text, limit, tiles, _report=report, _cancel=cancel)
+        except AttentionUnavailable as e:  # the same views over the dense weights, up to the dense limit
+            report(0, 1, f"its queries and keys cannot be recorded: reading its dense weights (at most {DENSE_LIMIT} "
+                         "tokens)…")
+            la, s = dense_recording(model_key, text, min(limit, DENSE_LIMIT), tiles)
+            return Recording(rid, model_key, limit, tiles, la, s, time.perf_counter() - t0, dense_reason=str(e))
         return Recording(rid, model_key, limit, tiles, la, s, time.perf_counter() - t0)
 
     return work
@@ -244,6 +251,14 @@ def record_panel(model_key: str, loaded, text: str, limit: int, n: int) -> Recor
 
 def summary_line(rec: Recording) -> None:
     la, s = rec.la, rec.s
+    if rec.dense_reason:
+        st.success(f"Recorded **{la.seq_len:,} tokens** on {rec.model_key} in {rec.seconds:.1f} s from its dense "
+                   f"weights ({human_bytes(la.nbytes)}).", icon=":material/check:")
+        st.info(f"{rec.dense_reason.replace(' Inputs are capped at the dense 512-token limit for it.', '')} "
+                f"The views below read its **dense weights** of the first **{la.seq_len:,} tokens** instead (every "
+                "map held in memory, as on the other pages), through the same interface: exact maps, zoom, top-k, "
+                "summaries.", icon=":material/info:")
+        return
     dense = 4 * la.n_layers * la.n_heads * la.seq_len ** 2
     st.success(f"Recorded **{la.seq_len:,} tokens** on {rec.model_key} in {rec.seconds:.1f} s: queries and keys "
                f"{human_bytes(la.nbytes)}, where every map densely would be {human_bytes(dense)}. The grid sends "

@@ -233,3 +233,29 @@ def test_a_link_restores_the_text_source_length_and_pooling(tiny_folder):
     assert at.radio(key="lg_source").value == BUNDLED
     assert at.select_slider(key="lg_len").value == 1024
     assert any("the first **1,024** are recorded" in c.value for c in at.caption)
+
+
+def test_a_model_whose_q_and_k_cannot_be_recorded_gets_the_same_views_from_its_dense_weights(tmp_path):
+    """T5 adds a position bias to q·k: its q and k do not explain its weights, so the page falls back to the
+    dense result (capped at 512 tokens) behind the same interface; the zoom holds the dense weights."""
+    from attnviz.extract import extract
+    from tests.tiny_models import tiny_loaded
+
+    t5 = tiny_loaded("t5")
+    t5.model.save_pretrained(tmp_path)
+    t5.tokenizer.save_pretrained(tmp_path)
+    text = "The cat sat on the mat because it was tired. " * 8
+    at = open_page(PAGE, model_choice="other", custom_model=str(tmp_path), text=text)
+    _record(at)
+    info = " ".join(i.value for i in at.info)
+    assert "does not qualify" in info and "dense weights" in info
+    assert "capped at the dense" not in info
+    r = extract(t5, text)
+    specs = _figures_by_title(at)
+    zoom = next(v for k, v in specs.items() if k.startswith("Zoom: queries"))
+    z = _array(zoom["data"][0]["z"])
+    q0, k0 = at.number_input(key="lg_zq").value, at.number_input(key="lg_zk").value
+    layer, head = at.session_state["lg_layer"], at.session_state["lg_head"]
+    np.testing.assert_allclose(z.reshape(-1, z.shape[-1]) if z.ndim > 1 else z,
+                               r.attention[layer, head, q0:q0 + z.shape[0], k0:k0 + z.shape[-1]], atol=1e-6)
+    assert not at.exception
