@@ -5,6 +5,7 @@ long_peak_gb_N         peak resident memory of the whole child run, model load i
 long_head_ms_N         one head's full n x n map recomputed on demand (goal <= 500 ms)
 long_grid_bytes_N      the all-heads grid as sent to the browser: pooled tiles as one PNG in a plotly figure
                        (goal <= 2 MB)
+long_sink_loss_ratio_window_1024 / _sinks_1024   the sink experiment (see sink_figures)
 plus the seconds of both (forward, recording), the peak after loading the model alone, and the
 memory estimate shown before running (what the run should add to that).
 `python -m attnviz.bench.long 4096` runs one size and prints its JSON."""
@@ -19,6 +20,7 @@ from pathlib import Path
 from attnviz.bench import seconds
 
 TEXT = Path(__file__).resolve().parents[2] / "assets" / "long" / "attention-notes.txt"
+SINK_TOKENS = 1024  # the sink experiment's length (three KV-cache policies, ~15 s on 2 cores)
 
 
 def long_text_of(tokenizer, n_tokens: int) -> str:
@@ -77,7 +79,7 @@ def measure(n_tokens: int, repeats: int = 1) -> dict[str, float]:
     grid = len(grid_figure(grid_png(tiles, layout), layout).to_json().encode())
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
     n = n_tokens
-    return {
+    return sink_figures(loaded) | {
         f"long_extract_ratio_{n}": min(t_ours) / min(t_plain),
         f"long_peak_gb_{n}": peak / 1e9,
         f"long_head_ms_{n}": 1000 * sorted(head_s)[len(head_s) // 2],
@@ -90,6 +92,23 @@ def measure(n_tokens: int, repeats: int = 1) -> dict[str, float]:
         f"long_grid_png_bytes_{n}": s.pooled.payload_bytes("mean", "png"),
         f"long_grid_float16_bytes_{n}": s.pooled.payload_bytes("mean", "float16"),
     }
+
+
+def sink_figures(loaded, n: int = SINK_TOKENS, cache: int = 256, sinks: int = 4) -> dict[str, float]:
+    """The StreamingLLM experiment on SmolLM2 over the bundled text at n tokens, a KV cache of `cache` tokens:
+    long_sink_loss_ratio_window_N = mean next-token loss once the cache is full, window-only cache / full cache
+    (evicting the first tokens hurts: > 1), long_sink_loss_ratio_sinks_N = the same keeping the first `sinks`
+    tokens (StreamingLLM's fix: close to 1), and the seconds of the three runs."""
+    from attnviz.long.sinks import sink_experiment
+
+    text = long_text_of(loaded.tokenizer, n)
+    out: dict = {}
+    t = seconds(lambda: out.setdefault("run", sink_experiment(loaded, text, cache=cache, sinks=sinks, max_tokens=n)))
+    run = out["run"]
+    full = run.mean_after("full")
+    return {f"long_sink_loss_ratio_window_{n}": run.mean_after("window") / full,
+            f"long_sink_loss_ratio_sinks_{n}": run.mean_after("sinks+window") / full,
+            f"long_sink_loss_full_{n}": full, f"long_sink_s_{n}": t}
 
 
 def run_child(n_tokens: int, repeats: int = 1, timeout: float = 1800) -> dict[str, float]:

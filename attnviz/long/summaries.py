@@ -184,7 +184,7 @@ class _Pass:
         self.start_layer(layer)
         for q0, q1 in self.blocks:
             if cancelled is not None and cancelled():
-                raise BadInput("The summaries were cancelled; nothing was kept.")
+                raise BadInput("The recording was cancelled; nothing was kept.")
             self.block(layer, q0, q1, value, out)
 
     def run(self, progress, cancelled) -> None:
