@@ -12,11 +12,12 @@ PLOT_CONFIG = {"displayModeBar": False}
 
 
 def lab_header(page_file: str, intro: str) -> None:
-    """Title with the lecture number, and the page's few-sentence explanation."""
+    """Title with the lecture number, and the page's few-sentence explanation (folded into 'About this view' in
+    presentation mode, so a slide at 1280 x 720 shows its controls and figures on the first screen)."""
+    from attnviz.ui.present import page_intro
     from attnviz.ui.tour import tour
 
-    st.title(_spec(page_file).heading or _spec(page_file).title)
-    st.markdown(intro)
+    page_intro(_spec(page_file).heading or _spec(page_file).title, intro)
     tour(_spec(page_file).name)
 
 
