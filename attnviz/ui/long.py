@@ -16,7 +16,7 @@ from attnviz.errors import AttentionUnavailable, AttnvizError, BadInput
 from attnviz.long import figures as lf
 from attnviz.ui import jobs
 from attnviz.ui.figure import show_figure
-from attnviz.ui.page import stop as stop_page
+from attnviz.ui.metrics import switch_to_causal_button
 from attnviz.units import human_bytes
 
 JOB, SINK_JOB = "lg_job", "lg_sink_job"
@@ -28,7 +28,6 @@ BUNDLED = Path(__file__).resolve().parents[2] / "assets" / "long" / "attention-n
 GRID_BUDGET = 1_500_000  # bytes of float32 tiles the all-heads grid may send to the browser
 MAX_ZOOM = 256  # largest zoom window (positions per side)
 OVERVIEW_TILES = 128  # tiles per side of one head's pooled overview
-CAUSAL_MODEL = "smollm2"
 KEYS = {"lg_source": str, "lg_len": int, "lg_how": str}  # the page's settings kept in the link
 
 
@@ -60,38 +59,11 @@ def grid_tiles(n_layers: int, n_heads: int) -> int:
 
 
 # ------------------------------------------------------------------ model and text
-def _use_causal_model() -> None:
-    st.session_state["model_choice"] = CAUSAL_MODEL
-
-
-def switch_button(key: str) -> None:
-    """The 'Switch to SmolLM2' button of the Logit lens page, when SmolLM2 is installed."""
-    from attnviz.models.registry import PACKAGED
-    from attnviz.ui.sidebar import installed_models
-
-    if CAUSAL_MODEL in installed_models() and st.session_state.get("model_choice") != CAUSAL_MODEL:
-        st.button(f"Switch to {PACKAGED[CAUSAL_MODEL].label.split(' · ')[0]} (about 20 s to load)", key=key,
-                  on_click=_use_causal_model, type="primary", icon=":material/swap_horiz:")
-
-
 def model():
     """(model key, LoadedModel) of the sidebar, or stop the page with a plain message."""
-    from attnviz.models.registry import is_slow
-    from attnviz.ui.cache import get_model
-    from attnviz.ui.metrics import require_hf_model
-    from attnviz.ui.sidebar import model_key
+    from attnviz.ui.metrics import sidebar_model
 
-    require_hf_model("The Long inputs page")
-    key = model_key()
-    if not key:
-        st.info("Type a HuggingFace hub id or a local model folder in the sidebar.")
-        stop_page()
-    try:
-        with st.spinner(f"Loading {key}… (about 20 s the first time)" if is_slow(key) else f"Loading {key}…"):
-            loaded = get_model(key)
-    except AttnvizError as e:
-        st.warning(str(e))
-        stop_page()
+    key, _, _, loaded = sidebar_model("The Long inputs page")
     return key, loaded
 
 
@@ -105,7 +77,7 @@ def context_note(loaded) -> None:
                 "embeddings has no more rows), so on it this page records at most that many tokens. For thousands "
                 "of tokens use a long-context causal model: the packaged SmolLM2-135M reads 8,192.",
                 icon=":material/info:")
-        switch_button("lg_switch")
+        switch_to_causal_button("lg_switch")
 
 
 def read_upload(name: str, data: bytes) -> str:
@@ -436,7 +408,7 @@ def sinks_live(model_key: str, loaded, text: str, limit: int, n: int, rec: Recor
     if loaded.facts.kind != "decoder":
         st.info(f"The sink experiment predicts each next token, so it needs a causal language model; "
                 f"**{loaded.facts.name}** is an {loaded.facts.kind}.", icon=":material/info:")
-        switch_button("lg_switch_sinks")
+        switch_to_causal_button("lg_switch_sinks")
         return
     options = [c for c in (64, 128, 256, 512, 1024) if c < n] or [max(8, n // 2)]
     if len(options) == 1:

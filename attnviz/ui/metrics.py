@@ -63,6 +63,46 @@ def require_hf_model(what: str) -> None:
         stop_page()
 
 
+CAUSAL_MODEL = "smollm2"  # the packaged causal LM that pages offer when the sidebar's model cannot serve
+
+
+def _use_causal_model() -> None:
+    st.session_state["model_choice"] = CAUSAL_MODEL
+
+
+def switch_to_causal_button(key: str) -> bool:
+    """A 'Switch to SmolLM2' button (it selects SmolLM2 in the sidebar) when SmolLM2 is installed and not chosen
+    already; whether it was drawn."""
+    from attnviz.models.registry import PACKAGED
+    from attnviz.ui.sidebar import installed_models
+
+    if CAUSAL_MODEL not in installed_models() or st.session_state.get("model_choice") == CAUSAL_MODEL:
+        return False
+    st.button(f"Switch to {PACKAGED[CAUSAL_MODEL].label.split(' · ')[0]} (about 20 s to load)", key=key,
+              on_click=_use_causal_model, type="primary", icon=":material/swap_horiz:")
+    return True
+
+
+def sidebar_model(what: str):
+    """(model key, text, second sentence or None, LoadedModel) of the sidebar, the model loaded under a spinner;
+    or stop the page with a plain message (the trained toy model, no model chosen, a model that does not load)."""
+    from attnviz.models.registry import is_slow
+    from attnviz.ui.cache import get_model
+
+    require_hf_model(what)
+    key, text, pair = sidebar_inputs()
+    if not key:
+        st.info("Type a HuggingFace hub id or a local model folder in the sidebar.")
+        stop_page()
+    try:
+        with st.spinner(f"Loading {key}… (about 20 s the first time)" if is_slow(key) else f"Loading {key}…"):
+            loaded = get_model(key)
+    except AttnvizError as e:
+        st.warning(str(e))
+        stop_page()
+    return key, text, pair, loaded
+
+
 ABLATED = "ablated_by_model"  # session key: {model key: set of ablated (layer, head)}
 
 
