@@ -47,9 +47,15 @@ def causal_of_sidebar(max_tokens: int | None = None):
     if pair:
         st.caption("The second sentence (B) is not used: a causal LM reads one text.")
     t = e.truncation
-    if t.truncated:
-        st.info(f"The text is {t.n_tokens_requested} tokens long; the lens reads at most {t.max_tokens}, "
-                f"so the last {t.n_dropped} tokens were dropped.")
+    context = loaded.facts.max_positions
+    if t.truncated and context and context > t.max_tokens:  # the app's dense limit, not the model's
+        st.info(f"The text is {t.n_tokens_requested:,} tokens long. The lens runs the whole model with its full "
+                f"attention maps, as the other pages do, so it reads at most {t.max_tokens} tokens "
+                f"({loaded.facts.name} itself takes {context:,}): the last {t.n_dropped:,} were dropped. The "
+                "**Long inputs** page reads the whole text, but shows attention, not the lens.")
+    elif t.truncated:
+        st.info(f"The text is {t.n_tokens_requested:,} tokens long; the lens reads at most {t.max_tokens}, "
+                f"so the last {t.n_dropped:,} tokens were dropped.")
     return key, text, max_tokens, e.tokens
 
 

@@ -12,6 +12,8 @@ OTHER = "other"  # model picker entry for a hub id or folder typed by the user
 TRAINED = "trained"  # model picker entry for a frame stored by the training page
 TRAINED_KEY = "training_result"  # session key of that AttentionResult
 LONG = "A long text (~512 tokens)"
+MAX_TEXT_CHARS = 20_000  # what the text box holds; the Long inputs page reads longer texts from a file
+_CUT = "_sidebar_text_cut"  # (characters given, the text kept) after a text longer than the box was cut
 
 
 def installed_models() -> list[str]:
@@ -57,6 +59,11 @@ def render() -> None:
     st.session_state.setdefault("text_pair", "")
     st.session_state.setdefault("use_pair", False)
     st.session_state.setdefault("present", False)
+    text = st.session_state["text"]
+    if isinstance(text, str) and len(text) > MAX_TEXT_CHARS:  # from a link or a slide: the box would show it
+        # all but hand the pages only its first MAX_TEXT_CHARS characters (Streamlit cuts the value it gets back)
+        st.session_state["text"] = text[:MAX_TEXT_CHARS]
+        st.session_state[_CUT] = (len(text), st.session_state["text"])
     with st.sidebar:
         st.markdown("### Model and text")
         opts = _model_options()
@@ -70,7 +77,14 @@ def render() -> None:
                                "and models already in the HF cache work.")
         st.selectbox("Example", [a for a, _ in examples()] + [LONG], index=None, key="example",
                      placeholder="Pick an example sentence…", on_change=_apply_example)
-        st.text_area("Text", key="text", height=110, max_chars=20_000)
+        st.text_area("Text", key="text", height=110, max_chars=MAX_TEXT_CHARS)
+        cut = st.session_state.get(_CUT)
+        if cut and cut[1] == st.session_state["text"]:
+            st.caption(f"The text given had {cut[0]:,} characters; this box holds "
+                       f"{MAX_TEXT_CHARS:,}, so only the first {MAX_TEXT_CHARS:,} are used. The **Long inputs** page "
+                       "reads longer texts from a file, or its bundled text.")
+        elif cut:
+            del st.session_state[_CUT]
         st.toggle("Sentence pair", key="use_pair", help="Feed a second sentence as segment B ([SEP]-separated).")
         if st.session_state["use_pair"]:
             st.text_input("Second sentence (B)", key="text_pair")

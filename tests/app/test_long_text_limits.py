@@ -1,0 +1,48 @@
+"""AppTest: what the issue-14 browser crawl (tests/browser/test_long_smollm2_browser.py) found about long texts.
+A link whose text is longer than the sidebar's box (the bundled long text: ~31,700 characters) is cut to the box's
+20,000 characters at once and the sidebar says so (before, the box showed the whole text while the pages got its
+first 20,000 characters, and nothing said it); the Logit lens names the dense 512-token limit, why, and the model's
+own longer context, as the other dense pages do."""
+from attnviz.ui.long import BUNDLED
+from attnviz.ui.sidebar import MAX_TEXT_CHARS
+from tests.app.apptest import open_page
+from tests.tiny_models import tiny_long_loaded
+
+
+def _sidebar_captions(at) -> str:
+    return " ".join(c.value for c in at.sidebar.caption)
+
+
+def test_a_link_text_longer_than_the_box_is_cut_to_the_box_and_said():
+    text = BUNDLED.read_text(encoding="utf-8")
+    assert len(text) > MAX_TEXT_CHARS
+    at = open_page("app_pages/heatmap.py", query={"text": text})
+    kept = text[:MAX_TEXT_CHARS]
+    assert at.session_state["text"] == kept
+    assert at.sidebar.text_area(key="text").value == kept  # the box shows what the pages read
+    said = _sidebar_captions(at)
+    assert f"The text given had {len(text):,} characters" in said and "only the first 20,000 are used" in said
+    assert "Long inputs" in said
+    at.run()  # the next run keeps the cut text and the note
+    assert not at.exception and at.session_state["text"] == kept and "The text given had" in _sidebar_captions(at)
+    at.sidebar.text_area(key="text").set_value("A short sentence.").run()  # a new text: the note goes
+    assert not at.exception and "The text given had" not in _sidebar_captions(at)
+
+
+def test_a_text_within_the_box_is_left_alone():
+    at = open_page("app_pages/heatmap.py", text="x " * (MAX_TEXT_CHARS // 2))
+    assert at.session_state["text"] == "x " * (MAX_TEXT_CHARS // 2)
+    assert "The text given had" not in _sidebar_captions(at)
+
+
+def test_logit_lens_names_the_dense_limit_and_the_models_longer_context(tmp_path):
+    loaded = tiny_long_loaded("llama-long")  # a tiny random Llama with a 4,096-token context
+    loaded.model.save_pretrained(tmp_path)
+    loaded.tokenizer.save_pretrained(tmp_path)
+    at = open_page("app_pages/logit_lens.py", text=" ".join(["attention"] * 1200), model_choice="other",
+                   custom_model=str(tmp_path))
+    msg = " ".join(i.value for i in at.info)
+    assert "The text is 1,202 tokens long" in msg, msg  # 1,200 words + [CLS] [SEP] (a BERT tokenizer)
+    assert "so it reads at most 512 tokens" in msg and "takes 4,096" in msg and "the last 690 were dropped" in msg
+    assert "**Long inputs**" in msg
+    assert at.get("plotly_chart")  # the lens of the first 512 tokens is still drawn
