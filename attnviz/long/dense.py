@@ -79,6 +79,10 @@ class DenseAttention:
         return self.result.truncation
 
     @property
+    def continuation(self) -> np.ndarray:
+        return self.result.continuation
+
+    @property
     def causal(self) -> np.ndarray:
         return np.full(self.n_layers, bool(self.result.facts.causal))
 

@@ -157,7 +157,7 @@ def zoom_figure(weights: np.ndarray, q0: int, k0: int, tokens, title: str) -> go
     fig = go.Figure(go.Heatmap(z=weights, x=xs, y=ys, colorscale="Viridis", zmin=0,
                                colorbar=dict(title="weight", thickness=12),
                                hovertemplate="query %{y}<br>key %{x}<br>weight %{z:.5f}<extra></extra>"))
-    step = max(1, -(-max(nq, nk) // 16))  # at most 16 labels per axis
+    step = max(1, -(-max(nq, nk) // 12))  # at most 12 labels per axis (the figure shares a row with the overview)
     fig.update_xaxes(type="category", tickvals=xs[::step], ticktext=xs[::step], tickangle=-45, tickfont=dict(size=10))
     fig.update_yaxes(type="category", tickvals=ys[::step], ticktext=ys[::step], autorange="reversed",
                      tickfont=dict(size=10))

@@ -62,6 +62,7 @@ class LongAttention(LayerHeadShape):
     facts: ModelFacts
     text: str
     truncation: Truncation | None = None
+    continuation: np.ndarray | None = None  # bool (n,): word-continuation pieces (for the shaded text)
 
     _SHAPE_OF: ClassVar[str] = "query"
 

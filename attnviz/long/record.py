@@ -244,7 +244,7 @@ def _run(loaded, text: str, max_tokens: int | None, check_memory: bool, fused: d
     la = LongAttention(query=state.query, key=state.key, scaling=state.scaling, causal=state.causal,
                        sliding_window=state.window, key_mask=key_mask, tokens=e.tokens,
                        token_ids=tuple(int(i) for i in e.ids), special_mask=e.special, facts=facts,
-                       text=e.text, truncation=e.truncation)
+                       text=e.text, truncation=e.truncation, continuation=e.continuation)
     if fused is None:
         return la, None
     summaries = state.fused.summaries

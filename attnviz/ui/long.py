@@ -198,13 +198,14 @@ def record_panel(model_key: str, loaded, text: str, limit: int, n: int) -> Recor
     busy = jobs.running(JOB)
     b = st.columns([1, 1, 4])
     if b[0].button("▶ Record", key="lg_record", type="primary", disabled=busy or (done is not None and done.id == rid),
-                   help="One forward pass that keeps every layer's queries and keys, then the summaries, in the "
+                   help="One forward pass that keeps every layer's queries and keys and computes their summaries, in the "
                         "background."):
         jobs.start(JOB, _work(model_key, text, limit, tiles), "long recording", tag=rid)
         st.rerun()
     b[1].button("■ Cancel", key="lg_cancel", disabled=not busy, on_click=jobs.cancel, args=(JOB,))
-    b[2].caption(f"{n:,} tokens on {loaded.facts.name}: the pass and the summaries take from a few seconds (MiniLM, "
-                 "512) to a few minutes (SmolLM2, 4,096) on a 2-core machine; the page stays usable meanwhile.")
+    b[2].caption(f"{n:,} tokens on {loaded.facts.name}: one pass records and summarises every layer, from about a "
+                 "second (MiniLM, 512) to about 20 s (SmolLM2, 4,096) on a quiet 2-core machine; the page stays "
+                 "usable meanwhile.")
     jobs.watch(JOB, _draw, on_done=_collect)
     job = jobs.current(JOB)
     if job is not None and job.done and job.error:
@@ -296,7 +297,7 @@ def head_view(rec: Recording, layer: int, head: int, how: str) -> None:
     n = la.seq_len
     q0, k0, size = zoom_controls(n)
     tiles, edges = long_head_overview(rec.id, la, layer, head, OVERVIEW_TILES, how)
-    left, right = st.columns(2)
+    left, right = st.columns([2, 3])  # the zoom's token labels need the room
     with left:
         show_figure(lf.head_overview_figure(tiles, edges, f"L{layer} H{head} (key head {la.kv_head(head)}), pooled",
                                             how, box=(q0, q0 + size, k0, k0 + size)), key="lg_overview")
@@ -312,12 +313,24 @@ def head_view(rec: Recording, layer: int, head: int, how: str) -> None:
                    "tokens and the weight.")
 
 
-def focus_html(row: np.ndarray, tokens, q: int, special) -> str:
+FOCUS_BEFORE, FOCUS_AFTER = 120, 180  # tokens shown around the query, so it is on the box's first screen
+
+
+def focus_html(row: np.ndarray, la, q: int, lo: int = 0, hi: int | None = None) -> str:
+    """The text of positions lo..hi-1 shaded by `row` (the query's weights over every key), in a scrolling box;
+    a line before and after says how many tokens and how much weight lie outside."""
     from attnviz.heatmap.text_view import shaded_text_html
 
-    cont = np.array([t.startswith("##") for t in tokens])
-    inner = shaded_text_html(tokens, row, focus=q, continuation=cont, special=special)
-    return f'<div style="max-height: 360px; overflow-y: auto; border: 1px solid #ddd; padding: 0.5em">{inner}</div>'
+    tokens = la.tokens
+    hi = len(tokens) if hi is None else hi
+    cont = la.continuation if la.continuation is not None else np.array([t.startswith("##") for t in tokens])
+    inner = shaded_text_html(tokens[lo:hi], row[lo:hi], focus=q - lo, continuation=cont[lo:hi],
+                             special=la.special_mask[lo:hi])
+    edge = '<div style="color: #666; font-size: 0.85em; margin: 0.3em 0">{}</div>'
+    before = edge.format(f"… {lo:,} earlier tokens (weight {row[:lo].sum():.3f} in all) …") if lo else ""
+    after = edge.format(f"… {len(tokens) - hi:,} later tokens (weight {row[hi:].sum():.3f}) …") if hi < len(tokens) else ""
+    return (f'<div style="max-height: 360px; overflow-y: auto; border: 1px solid #ddd; padding: 0.5em">'
+            f'{before}{inner}{after}</div>')
 
 
 def token_focus(rec: Recording, layer: int, head: int) -> None:
@@ -329,9 +342,14 @@ def token_focus(rec: Recording, layer: int, head: int) -> None:
     top = np.argsort(row)[::-1][:5]
     st.markdown(f"Query **{q}** ({html.escape(la.tokens[q])!s}) in L{layer} H{head}: heaviest keys "
                 + ", ".join(f"{int(k)} *{html.escape(la.tokens[int(k)])}* ({row[k]:.3f})" for k in top) + ".")
-    st.html(focus_html(row, la.tokens, q, la.special_mask))
-    st.caption("The text shaded by the query's weights over all its keys (strongest = full colour); scroll the box, "
-               "hover a token for its position and exact weight. The query is outlined in red.")
+    lo, hi = max(0, q - FOCUS_BEFORE), min(n, q + FOCUS_AFTER)
+    st.html(focus_html(row, la, q, lo, hi))
+    st.caption(f"The text shaded by the query's weights over all its keys (strongest = full colour): positions "
+               f"{lo:,}–{hi - 1:,} around the query (outlined in red); hover a token for its position and exact "
+               "weight.")
+    if (lo, hi) != (0, n):
+        with st.expander(f"The whole text ({n:,} tokens), shaded the same way"):
+            st.html(focus_html(row, la, q))
 
 
 def top_k_view(rec: Recording, layer: int, head: int) -> None:

@@ -142,11 +142,14 @@ def test_focus_top_k_and_profiles(recorded):
     at = recorded
     la = at.session_state[DONE].la
     layer, head = at.selectbox(key="lg_layer").value, at.selectbox(key="lg_head").value
-    at.number_input(key="lg_fq").set_value(2000).run()
-    html = "".join(h.proto.body for h in at.get("html"))
-    row = la.rows(layer, head, 2000, 2001)[0]
-    assert "overflow-y: auto" in html and html.count("data-weight=") == 2048
-    assert f'data-weight="{row[0]:.6f}"' in html
+    at.number_input(key="lg_fq").set_value(1000).run()
+    boxes = [h.proto.body for h in at.get("html")]
+    row = la.rows(layer, head, 1000, 1001)[0]
+    near, whole = boxes[0], boxes[1]  # the text around the query, and the whole text (in its expander)
+    assert "overflow-y: auto" in near and near.count("data-weight=") == 300  # positions 880-1,179
+    assert f'data-weight="{row[880]:.6f}"' in near and f"880 earlier tokens (weight {row[:880].sum():.3f}" in near
+    assert f"868 later tokens (weight {row[1180:].sum():.3f})" in near
+    assert whole.count("data-weight=") == 2048 and f'data-weight="{row[0]:.6f}"' in whole
     at.number_input(key="lg_k").set_value(2).run()
     at.number_input(key="lg_kspan").set_value(10).run()
     at.number_input(key="lg_kq").set_value(100).run()
