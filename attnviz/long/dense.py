@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from attnviz.errors import BadInput
-from attnviz.long.maps import tensor
+from attnviz.long.maps import check_request, tensor
 from attnviz.types import AttentionResult
 
 @dataclass(frozen=True)
@@ -103,14 +103,7 @@ class DenseAttention:
         return 0, (q1 if self.result.facts.causal else self.seq_len)
 
     def _check(self, layer, head, q0, q1) -> tuple[int, int, int, int]:
-        layer, head, q0, q1 = (int(x) for x in (layer, head, q0, q1))
-        if not 0 <= layer < self.n_layers:
-            raise BadInput(f"Layer {layer} does not exist: this model has layers 0 to {self.n_layers - 1}.")
-        if not 0 <= head < self.n_heads:
-            raise BadInput(f"Head {head} does not exist: this model has heads 0 to {self.n_heads - 1}.")
-        if not 0 <= q0 < q1 <= self.seq_len:
-            raise BadInput(f"Query rows {q0} to {q1 - 1} are not inside the input's {self.seq_len} positions.")
-        return layer, head, q0, q1
+        return check_request(self, layer, head, q0, q1)
 
     def scores(self, layer: int, heads, q0: int, q1: int, k0: int | None = None, out=None,
                fill: float = float("-inf")):

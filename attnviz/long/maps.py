@@ -39,6 +39,18 @@ def flush_denormals():
         torch.set_flush_denormal(False)
 
 
+def check_request(maps, layer, head, q0, q1) -> tuple[int, int, int, int]:
+    """(layer, head, q0, q1) as ints, or BadInput naming what does not exist in `maps` (n_layers, n_heads, seq_len)."""
+    layer, head, q0, q1 = (int(x) for x in (layer, head, q0, q1))
+    if not 0 <= layer < maps.n_layers:
+        raise BadInput(f"Layer {layer} does not exist: this model has layers 0 to {maps.n_layers - 1}.")
+    if not 0 <= head < maps.n_heads:
+        raise BadInput(f"Head {head} does not exist: this model has heads 0 to {maps.n_heads - 1}.")
+    if not 0 <= q0 < q1 <= maps.seq_len:
+        raise BadInput(f"Query rows {q0} to {q1 - 1} are not inside the input's {maps.seq_len} positions.")
+    return layer, head, q0, q1
+
+
 # Query rows computed together when a request covers many rows: (heads x) 256 x n float32 at a time.
 BLOCK_ROWS = 256
 
@@ -121,14 +133,7 @@ class LongAttention(LayerHeadShape):
 
     # ------------------------------------------------------------------ weights
     def _check(self, layer, head, q0, q1) -> tuple[int, int, int, int]:
-        layer, head, q0, q1 = (int(x) for x in (layer, head, q0, q1))
-        if not 0 <= layer < self.n_layers:
-            raise BadInput(f"Layer {layer} does not exist: this model has layers 0 to {self.n_layers - 1}.")
-        if not 0 <= head < self.n_heads:
-            raise BadInput(f"Head {head} does not exist: this model has heads 0 to {self.n_heads - 1}.")
-        if not 0 <= q0 < q1 <= self.seq_len:
-            raise BadInput(f"Query rows {q0} to {q1 - 1} are not inside the input's {self.seq_len} positions.")
-        return layer, head, q0, q1
+        return check_request(self, layer, head, q0, q1)
 
     def hidden_regions(self, layer: int, q0: int, q1: int, k0: int, k1: int) -> list[tuple[int, int, np.ndarray]]:
         """[(c0, c1, visible bool (q1-q0, c1-c0))]: the only key columns c0..c1-1 (relative to k0) of rows

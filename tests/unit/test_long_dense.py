@@ -10,17 +10,10 @@ from attnviz.extract import extract
 from attnviz.long.dense import DenseAttention
 from attnviz.long.record import record
 from attnviz.long.summaries import summarise
-from tests.tiny_models import tiny_loaded, tiny_long_loaded
-from tests.unit.test_long import _check_summaries
+from tests.tiny_models import tiny_loaded
+from tests.unit.test_long import _check_summaries, llama  # noqa: F401  (the fixture)
 
 TEXT = long_text(2000)
-
-
-@pytest.fixture(scope="module")
-def llama():
-    m = tiny_long_loaded("llama-long")
-    m.tokenizer.model_max_length = 10 ** 6
-    return m
 
 
 @pytest.mark.parametrize("which", ["minilm", "llama"])

@@ -7,23 +7,9 @@ from attnviz.errors import BadInput
 from attnviz.examples import long_text
 from attnviz.long.record import record, record_with_summaries
 from attnviz.long.summaries import summarise
-from tests.tiny_models import tiny_long_loaded
+from tests.unit.test_long import llama, mistral  # noqa: F401  (fixtures)
 
 TEXT = long_text(2000)
-
-
-@pytest.fixture(scope="module")
-def llama():
-    m = tiny_long_loaded("llama-long")
-    m.tokenizer.model_max_length = 10 ** 6
-    return m
-
-
-@pytest.fixture(scope="module")
-def mistral():
-    m = tiny_long_loaded("mistral-window", window=7)
-    m.tokenizer.model_max_length = 10 ** 6
-    return m
 
 
 def _same(loaded, n, tiles=48):
