@@ -94,7 +94,7 @@ with grid_text:
 with grid_col:
     layout = GridLayout(n_layers, n_heads, default_thumb(n_layers, n_heads, attention.shape[2]), 2)
     png = grid_image(attention, layout.n_layers, layout.n_heads, layout.thumb, layout.gap, palette)
-    show_figure(figure(grid_figure, png, layout, ablated=tuple(sorted(ablated)), selected=(layer, head), attention=attention, tokens=q_tokens,
+    show_figure(grid_figure(png, layout, ablated=ablated, selected=(layer, head), attention=attention, tokens=q_tokens,
                             key_tokens=k_tokens),
                 key="hm_grid", name="all-heads", on_select="rerun",
                 selection_mode="points", exports=False)
