@@ -7,6 +7,14 @@ import numpy as np
 from streamlit.testing.v1 import AppTest
 
 
+def test_the_server_runs_no_full_collection_after_every_script_run():
+    import tomllib
+    from pathlib import Path
+
+    config = tomllib.loads((Path(__file__).resolve().parents[2] / ".streamlit" / "config.toml").read_text("utf-8"))
+    assert config["runner"]["postScriptGC"] is False
+
+
 def test_a_model_load_freezes_what_is_alive_so_the_collection_after_each_run_scans_little():
     """Streamlit runs gc.collect(2) after every script run; with torch and a model loaded it scanned ~435,000
     objects (240 ms, GIL held). After get_model, everything alive is frozen out of the collector's sight."""
