@@ -29,10 +29,10 @@ def get_model(key: str):
 
 def settle_collector() -> None:
     """Collect, then move every object alive now (torch, transformers, plotly, the loaded models) out of the
-    cyclic garbage collector's sight (gc.freeze). Streamlit runs a full collection after every script run; over
-    the ~435,000 objects of a server with a model loaded it took 240 ms of a 300 ms head change, with the GIL held
-    for every session; over what runs create since the freeze it takes about a millisecond. Frozen objects are
-    still freed by reference counting."""
+    cyclic garbage collector's sight (gc.freeze). A full collection over the ~435,000 objects of a server with a
+    model loaded takes 240 ms with the GIL held; Streamlit's collection after every run is off
+    (.streamlit/config.toml), and with the freeze Python's own full collections come often and walk only what
+    runs created, so memory stays bounded. Frozen objects are still freed by reference counting."""
     import gc
 
     gc.collect()
