@@ -33,11 +33,13 @@ FUSED_ROWS = 64
 _REGISTERED = False
 
 
+CAPPED = " Inputs are capped at the dense 512-token limit for it."  # the last sentence of every refusal
+
+
 def unsupported(model_type: str, why: str) -> AttentionUnavailable:
     return AttentionUnavailable(
         f"Long inputs need a model whose attention is a plain softmax of q·k × scaling that attnviz can "
-        f"record; the '{model_type}' model does not qualify: {why} Inputs are capped at the dense "
-        f"512-token limit for it.")
+        f"record; the '{model_type}' model does not qualify: {why}{CAPPED}")
 
 
 class _Recording:

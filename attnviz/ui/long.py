@@ -227,7 +227,9 @@ def summary_line(rec: Recording) -> None:
     if rec.dense_reason:
         st.success(f"Recorded **{la.seq_len:,} tokens** on {rec.model_key} in {rec.seconds:.1f} s from its dense "
                    f"weights ({human_bytes(la.nbytes)}).", icon=":material/check:")
-        st.info(f"{rec.dense_reason.replace(' Inputs are capped at the dense 512-token limit for it.', '')} "
+        from attnviz.long.record import CAPPED
+
+        st.info(f"{rec.dense_reason.removesuffix(CAPPED)} "
                 f"The views below read its **dense weights** of the first **{la.seq_len:,} tokens** instead (every "
                 "map held in memory, as on the other pages), through the same interface: exact maps, zoom, top-k, "
                 "summaries.", icon=":material/info:")
