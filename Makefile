@@ -61,7 +61,7 @@ walk: setup-dev chromium
 
 # Two replicas behind nginx with sticky sessions at http://127.0.0.1:$(PORT) (deploy/nginx.conf.template).
 serve-replicas: setup nginx
-	$(PY) -m attnviz.ui.classroom.replicas --port $(PORT) --replicas 2
+	$(PY) -m tools.classroom.replicas --port $(PORT) --replicas 2
 
 bench: setup
 	$(VENV)/bin/attnviz bench

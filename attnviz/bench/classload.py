@@ -8,8 +8,8 @@ from __future__ import annotations
 import asyncio
 import os
 
-from attnviz.ui.classroom.load import ClassConfig, run, warm
-from attnviz.ui.classroom.servers import Streamlit
+from tools.classroom.load import ClassConfig, run, warm
+from tools.classroom.servers import Streamlit
 
 
 def _figures(summary: dict, n: int, suffix: str) -> dict[str, float]:
@@ -29,7 +29,7 @@ def _figures(summary: dict, n: int, suffix: str) -> dict[str, float]:
 
 def figures(quick: bool = False) -> dict[str, float]:
     """class_sessions_ok_60 (goal 60), class_p95_ms_60 (goal <= 2,000 ms) and the same with _replicas."""
-    from attnviz.ui.classroom.replicas import NGINX, Replicas
+    from tools.classroom.replicas import NGINX, Replicas
     from pathlib import Path
 
     n = 20 if quick else 60

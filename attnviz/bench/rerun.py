@@ -10,7 +10,7 @@ import statistics
 
 
 async def _reruns(url: str, n: int) -> list[float]:
-    from attnviz.ui.classroom.protocol import Session
+    from tools.classroom.protocol import Session
     from attnviz.examples import long_text
 
     s = Session(url, timeout=300.0, name="rerun-bench")
@@ -34,7 +34,7 @@ async def _reruns(url: str, n: int) -> list[float]:
 
 
 def figures(quick: bool = False) -> dict[str, float]:
-    from attnviz.ui.classroom.servers import Streamlit
+    from tools.classroom.servers import Streamlit
 
     server = Streamlit().wait()
     try:

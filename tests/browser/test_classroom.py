@@ -1,4 +1,4 @@
-"""A class on the app (issue 16): the protocol-level load generator (attnviz/ui/classroom) against real servers.
+"""A class on the app (issue 16): the protocol-level load generator (tools/classroom) against real servers.
 
 - a few simulated students get 0 errors and the right numbers (the heatmap of their head is what
   attnviz.extract computes; the metric beside it agrees);
@@ -20,9 +20,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attnviz.ui.classroom.load import ClassConfig, run, warm
-from attnviz.ui.classroom.protocol import Session, plotly_array
-from attnviz.ui.classroom.scenario import DEFAULT_TEXT, heatmap_link
+from tools.classroom.load import ClassConfig, run, warm
+from tools.classroom.protocol import Session, plotly_array
+from tools.classroom.scenario import DEFAULT_TEXT, heatmap_link
 from tests.conftest import served
 
 pytestmark = pytest.mark.browser
@@ -131,7 +131,7 @@ def test_a_student_who_drops_mid_run_disturbs_no_one(server, expected):
 
 @pytest.fixture(scope="module")
 def replicas():
-    from attnviz.ui.classroom.replicas import NGINX, Replicas
+    from tools.classroom.replicas import NGINX, Replicas
 
     if not Path(NGINX).exists():
         if os.environ.get("CI"):

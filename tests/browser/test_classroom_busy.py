@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from attnviz.ui.classroom.protocol import Session
+from tools.classroom.protocol import Session
 from tests.browser.test_classroom import in_thread
 from tests.conftest import ARTIFACTS, StreamlitServer
 

@@ -1,4 +1,4 @@
-"""The load generator's wire details (attnviz/ui/classroom): the widget states it sends back, the plotly arrays
+"""The load generator's wire details (tools/classroom): the widget states it sends back, the plotly arrays
 it reads, and the nginx configuration it writes."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from streamlit.proto.Element_pb2 import Element
 from streamlit.proto.Slider_pb2 import Slider
 
-from attnviz.ui.classroom.protocol import plotly_array, widget_state
+from tools.classroom.protocol import plotly_array, widget_state
 
 
 def test_a_selectbox_sends_the_option_as_shown():
@@ -63,7 +63,7 @@ def test_plotly_arrays_decode_from_base64_and_lists():
 
 
 def test_the_nginx_config_names_every_replica_and_nginx_accepts_it(tmp_path):
-    from attnviz.ui.classroom.replicas import NGINX, render_config
+    from tools.classroom.replicas import NGINX, render_config
 
     text = render_config(8670, [8671, 8672], tmp_path)
     assert "listen 127.0.0.1:8670;" in text and "@" not in text
@@ -83,7 +83,7 @@ def test_the_nginx_config_names_every_replica_and_nginx_accepts_it(tmp_path):
 def test_server_memory_from_proc_agrees_with_psutil():
     import os
 
-    from attnviz.ui.classroom.servers import _proc_tree_rss, tree_rss
+    from tools.classroom.servers import _proc_tree_rss, tree_rss
 
     mine = tree_rss([os.getpid()])
     assert mine > 10 * 2**20 and abs(_proc_tree_rss([os.getpid()]) - mine) < 0.05 * mine
@@ -92,7 +92,7 @@ def test_server_memory_from_proc_agrees_with_psutil():
 def test_the_message_cache_resolves_references_and_forgets_old_entries():
     from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-    from attnviz.ui.classroom.protocol import Session
+    from tools.classroom.protocol import Session
 
     s = Session("http://127.0.0.1:1")
     big = ForwardMsg(hash="h1")

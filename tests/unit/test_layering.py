@@ -29,7 +29,7 @@ def _full_imports(path: Path) -> set[str]:
 
 
 def test_core_never_imports_streamlit():
-    """Only attnviz/ui/ imports streamlit (the class load generator, which speaks its wire format, lives there)."""
+    """Only attnviz/ui/ imports streamlit."""
     bad = [str(p.relative_to(ROOT)) for p in (ROOT / "attnviz").rglob("*.py")
            if "ui" not in p.relative_to(ROOT / "attnviz").parts[:1] and "streamlit" in _imports(p)]
     assert bad == []
@@ -58,8 +58,17 @@ def test_settings_reach_the_url_one_way():
     assert bad == []
 
 
-# ------------------------------------------------------------------ the layout (issue 12)
-FOUNDATION = {"__init__", "types", "errors", "examples", "runtime", "units", "attention", "hooks", "extract",
+def test_tools_stay_beside_the_app():
+    """The class simulator and the replica launcher (tools/) are not part of the app: nothing in the app
+    imports them; only the bench's load figures drive them."""
+    users = sorted(str(p.relative_to(ROOT)) for p in [*(ROOT / "attnviz").rglob("*.py"), *(ROOT / "app_pages").glob("*.py"),
+                                                      ROOT / "app.py"]
+                   if any(m == "tools" or m.startswith("tools.") for m in _full_imports(p)))
+    assert users and all(u.startswith("attnviz/bench/") for u in users), users
+
+
+# ------------------------------------------------------------------ the layout
+FOUNDATION = {"__init__", "cli", "types", "errors", "examples", "runtime", "units", "attention", "hooks", "extract",
               "capture", "export", "plotting"}
 FEATURES = {"models", "heatmap", "query_key", "metrics", "lab", "positional", "complexity", "training", "bench", "ui",
             "contrib", "attribution", "logit_lens", "decks", "words", "long", "atlas"}

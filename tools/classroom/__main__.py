@@ -1,4 +1,4 @@
-"""`python -m attnviz.ui.classroom --url http://127.0.0.1:8501 --sessions 60`: a simulated class against a running app."""
+"""`python -m tools.classroom --url http://127.0.0.1:8501 --sessions 60`: a simulated class against a running app."""
 from __future__ import annotations
 
 import argparse
@@ -7,13 +7,13 @@ import json
 import sys
 from urllib.parse import urlsplit
 
-from attnviz.ui.classroom.load import ClassConfig, run, warm
-from attnviz.ui.classroom.scenario import SCENARIOS
-from attnviz.ui.classroom.servers import listening_pid
+from tools.classroom.load import ClassConfig, run, warm
+from tools.classroom.scenario import SCENARIOS
+from tools.classroom.servers import listening_pid
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m attnviz.ui.classroom", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m tools.classroom", description=__doc__)
     p.add_argument("--url", default="http://127.0.0.1:8501", help="the app or the load balancer in front of it")
     p.add_argument("--sessions", type=int, default=60, help="students, one websocket session each")
     p.add_argument("--scenario", choices=SCENARIOS, default="class",

@@ -11,7 +11,7 @@ import random
 from dataclasses import dataclass, field
 from urllib.parse import parse_qs, urlencode
 
-from attnviz.ui.classroom.protocol import Run, Session, SessionError, plotly_array
+from tools.classroom.protocol import Run, Session, SessionError, plotly_array
 
 # Sentences a lecturer asks the class to type (student i types TEXTS[i % 3]).
 TEXTS = (

@@ -9,7 +9,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[3]  # the folder holding app.py
+ROOT = Path(__file__).resolve().parents[2]  # the folder holding app.py
 
 
 def free_port() -> int:

@@ -1,4 +1,4 @@
-"""`python -m attnviz.ui.classroom.replicas`: N `streamlit run` replicas behind nginx (deploy/nginx.conf.template),
+"""`python -m tools.classroom.replicas`: N `streamlit run` replicas behind nginx (deploy/nginx.conf.template),
 sticky per session, on 127.0.0.1 only; everything nginx writes goes to a temporary folder."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from attnviz.ui.classroom.servers import ROOT, Streamlit, free_port, wait_healthy
+from tools.classroom.servers import ROOT, Streamlit, free_port, wait_healthy
 
 TEMPLATE = ROOT / "deploy" / "nginx.conf.template"
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
@@ -104,7 +104,7 @@ class Replicas:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m attnviz.ui.classroom.replicas", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m tools.classroom.replicas", description=__doc__)
     p.add_argument("--port", type=int, default=int(os.environ.get("PORT", 8501)), help="the port students open")
     p.add_argument("--replicas", type=int, default=2)
     p.add_argument("--first-port", type=int, default=None,
@@ -116,7 +116,7 @@ def main(argv=None) -> int:
         if not args.no_warm:  # each replica loads the model on its first heatmap: do it now, not in the lecture
             import asyncio
 
-            from attnviz.ui.classroom.load import warm
+            from tools.classroom.load import warm
 
             for replica in rep.replicas:
                 asyncio.run(warm(replica.url))

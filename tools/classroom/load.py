@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from attnviz.ui.classroom.scenario import Student, run_student
-from attnviz.ui.classroom.servers import tree_rss
+from tools.classroom.scenario import Student, run_student
+from tools.classroom.servers import tree_rss
 
 
 @dataclass(frozen=True)
