@@ -1,1 +1,1 @@
-"""Head atlas: every head over a corpus (issue 15)."""
+"""Head atlas: every head over a corpus."""

@@ -12,7 +12,7 @@ local Ray instance with `workers` CPUs, no dashboard, started here and shut down
 already initialised by the caller is used as it is and left running. On a cluster the store folder must be
 a path every node can write (a shared filesystem mounted at the same path): the actors write the files.
 The attnviz package is shipped to the actors with the job (`py_modules`); its dependencies and the
-packaged models must be installed on every node (notes/issue-15-ray.md)."""
+packaged models must be installed on every node (docs/atlas.md)."""
 from __future__ import annotations
 
 import logging

@@ -1,4 +1,4 @@
-"""Syntax report core (issue 15, item 4): dependency parses (gold CoNLL-U or silver spaCy), model pieces
+"""Syntax report core: dependency parses (gold CoNLL-U or silver spaCy), model pieces
 aligned to syntactic words, word-level attention, and per-relation head accuracy against fixed offsets.
 
 This module is pure numpy + parsing libraries: it never imports streamlit, and torch/transformers only

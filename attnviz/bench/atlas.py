@@ -1,4 +1,4 @@
-"""Head atlas figures (issue 15).
+"""Head atlas figures.
 
 atlas_sentences_per_s  the default corpus on the default model with the embedded engine (2 worker processes on
                        2 cores), sentences over the run's wall time, worker start-up (model loading) included

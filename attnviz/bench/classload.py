@@ -2,7 +2,7 @@
 on one server and through nginx over two replicas; each setup starts its own servers and warms them first.
 
 The pace is a lecture's: students arrive over 30 s after the link is shown and act every 5-15 s (mean 10 s);
-ATTNVIZ_CLASS_THINK and ATTNVIZ_CLASS_RAMP change it (think 2 s is a stress test: see notes/issue-16-load.md)."""
+ATTNVIZ_CLASS_THINK and ATTNVIZ_CLASS_RAMP change it (think 2 s is a stress test; see docs/classroom.md)."""
 from __future__ import annotations
 
 import asyncio

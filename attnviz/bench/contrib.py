@@ -1,4 +1,4 @@
-"""Bench figures of issue 13's contributions: contrib_ratio_512 = value-weighted attention + mixing
+"""Contributions figures: contrib_ratio_512 = value-weighted attention + mixing
 ratios + ALTI for every layer at 512 tokens on the default model, over one eager forward with
 attentions (the maths on the recorded block parts); contrib_total_ratio_512 = the whole
 contributions() call (its own hooked forward included) over the same forward."""

@@ -1,4 +1,4 @@
-"""Bench figures of long inputs (issue 14), measured in a child process so its peak memory is its own:
+"""Bench figures of long inputs, measured in a child process so its peak memory is its own:
 long_extract_ratio_N   the recording pass with every summary computed inside it (record_with_summaries) / the plain
                        SDPA forward alone (goal <= 1.5 at 4,096); best of interleaved repeats for both
 long_peak_gb_N         peak resident memory of the whole child run, model load included (goal <= 4)

@@ -1,4 +1,4 @@
-"""heatmap_rerun_ms_512 (issue 16): the server time of a warm rerun of the heatmap page at 512 tokens after a
+"""heatmap_rerun_ms_512: the server time of a warm rerun of the heatmap page at 512 tokens after a
 head change, as a client on loopback sees it (from the widget change sent over Streamlit's websocket to the
 run's script_finished: script, figures, serialisation and delivery), one session alone on its own server;
 median of 7 head changes after the page and its result are cached (goal <= 150 ms)."""

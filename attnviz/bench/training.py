@@ -1,4 +1,4 @@
-"""Bench figures of issue 7: the default reverse-task run (accuracy, seconds, snapshots, anti-diagonal)."""
+"""Training figures: the default reverse-task run (accuracy, seconds, snapshots, anti-diagonal)."""
 from __future__ import annotations
 
 

@@ -1,1 +1,1 @@
-"""(issue 13)"""
+"""What attention moves: value-weighted attention, mixing ratios and ALTI."""

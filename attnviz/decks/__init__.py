@@ -1,1 +1,1 @@
-"""Lecture decks: an ordered list of the app's own views (share links) with titles and speaker notes (issue 16)."""
+"""Lecture decks: an ordered list of the app's own views (share links) with titles and speaker notes."""

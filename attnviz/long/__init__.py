@@ -1,2 +1,2 @@
-"""Long inputs (issue 14): queries and keys recorded in one efficient pass, maps recomputed on demand,
+"""Long inputs: queries and keys recorded in one efficient pass, maps recomputed on demand,
 blockwise summaries, pooled grids and the attention-sinks experiment, without holding every n x n map."""

@@ -148,7 +148,7 @@ def get_logit_lens(model_key: str, text: str, max_tokens: int | None, positions:
     return logit_lens(get_model(model_key), text, top_k=MAX_TOP_K, max_tokens=max_tokens, positions=positions)
 
 
-# Trust the view? (issue 13): the masked-LM head loaded beside the encoder (only for models whose config
+# Trust the view?: the masked-LM head loaded beside the encoder (only for models whose config
 # names one), and the whole attribution report: read-only arrays, shared (never mutate them).
 @st.cache_resource(max_entries=2, show_spinner=False)
 def get_masked_lm(model_key: str):
@@ -236,7 +236,7 @@ def atlas_view(folder: str, done: tuple):
     return Atlas(folder)
 
 
-# Long inputs (issue 14): one recording (q and k of every layer + the blockwise summaries), run in a background
+# Long inputs: one recording (q and k of every layer + the blockwise summaries), run in a background
 # job (_report, _cancel: its progress callback and cancel Event, left out of the key; a cancelled or failed run
 # raises and is not cached). SmolLM2 at 4,096 tokens holds ~0.4 GB: two entries only. Read-only, shared.
 @st.cache_resource(max_entries=2, show_spinner=False)

@@ -1,1 +1,1 @@
-"""Word-level attention (issue 15): word pieces merged into words."""
+"""Word-level attention: word pieces merged into words."""
