@@ -2,15 +2,12 @@
 from __future__ import annotations
 
 import os
-import shutil
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
+
+from tools.classroom.servers import Streamlit, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
@@ -35,44 +32,14 @@ def minilm():
     return load_model("minilm")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class StreamlitServer:
-    """`streamlit run app.py` on a free loopback port; started and stopped by the tests."""
+class StreamlitServer(Streamlit):
+    """`streamlit run app.py` on a free loopback port, logging into test-artifacts; started and stopped by the tests."""
 
     def __init__(self, app: str = "app.py"):
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log = open(ARTIFACTS / f"streamlit-{self.port}.log", "w")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", app, "--server.headless", "true",
-             "--server.address", "127.0.0.1", "--server.port", str(self.port),
-             "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-            cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT,
-            env={**os.environ, "HF_HUB_OFFLINE": "1"},
-        )
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            try:
-                with urllib.request.urlopen(self.url + "/_stcore/health", timeout=2) as r:
-                    if r.status == 200:
-                        return
-            except OSError:
-                time.sleep(0.3)
-        self.stop()
-        raise RuntimeError("streamlit did not start within 60 s; see " + self.log.name)
-
-    def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-        self.log.close()
+        port = free_port()
+        ARTIFACTS.mkdir(exist_ok=True)
+        super().__init__(port, ARTIFACTS / f"streamlit-{port}.log", app)
+        self.wait(90.0)
 
 
 def served():

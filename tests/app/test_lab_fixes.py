@@ -1,5 +1,4 @@
 """AppTest for the lab-page defects of issue 17: temperature, KV cache, quiz."""
-import base64
 import json
 import re
 
@@ -7,15 +6,12 @@ import numpy as np
 import pytest
 
 from tests.app.apptest import open_page
+from tests.figures import app_figures, decode
 
 
 def _z(at, i):
-    """z of the first trace of the i-th plotly chart (plotly 7 sends arrays as typed base64)."""
-    z = json.loads(at.get("plotly_chart")[i].proto.spec)["data"][0]["z"]
-    if isinstance(z, dict):
-        shape = [int(n) for n in str(z["shape"]).split(",")]
-        z = np.frombuffer(base64.b64decode(z["bdata"]), dtype=np.dtype(z["dtype"])).reshape(shape)
-    return np.asarray(z, dtype=float)
+    """z of the first trace of the i-th plotly chart."""
+    return np.asarray(decode(app_figures(at)[i]["data"][0]["z"]), dtype=float)
 
 
 def _softmax_rows(s):

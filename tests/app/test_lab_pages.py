@@ -1,11 +1,10 @@
 """AppTest for every lab page: runs clean, shows the right numbers, plain messages for bad input."""
-import base64
-import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
+from tests.figures import app_figures, decode
 
 APP = Path(__file__).resolve().parents[2] / "app.py"
 LAB = ["lab_steps", "lab_scaling", "lab_temperature", "lab_masks", "lab_multihead", "lab_variants",
@@ -22,12 +21,8 @@ def _open(page: str) -> AppTest:
 
 
 def _z(at, i):
-    """z of the first trace of the i-th plotly chart; plotly 7 sends arrays as typed base64."""
-    z = json.loads(at.get("plotly_chart")[i].proto.spec)["data"][0]["z"]
-    if isinstance(z, dict):
-        shape = [int(n) for n in str(z["shape"]).split(",")]
-        z = np.frombuffer(base64.b64decode(z["bdata"]), dtype=np.dtype(z["dtype"])).reshape(shape)
-    return np.asarray(z, dtype=float).tolist()
+    """z of the first trace of the i-th plotly chart."""
+    return np.asarray(decode(app_figures(at)[i]["data"][0]["z"]), dtype=float).tolist()
 
 
 @pytest.mark.parametrize("page", LAB)

@@ -2,13 +2,13 @@
 table and the layer-by-layer figure on SmolLM2, the window moving the table's tokens."""
 from __future__ import annotations
 
-import base64
 import json
 
 import numpy as np
 import pytest
 
 from tests.app.apptest import open_page
+from tests.figures import decode
 
 PAGE = "app_pages/logit_lens.py"
 SENTENCE = "The capital of France is Paris, and the capital of Germany is"
@@ -28,11 +28,7 @@ def _specs(at) -> list[dict]:
 
 
 def _array(v) -> np.ndarray:
-    if isinstance(v, dict) and "bdata" in v:
-        arr = np.frombuffer(base64.b64decode(v["bdata"]), dtype=v["dtype"])
-        shape = v.get("shape")
-        return arr.reshape([int(s) for s in str(shape).split(",")]) if shape else arr
-    return np.asarray(v, dtype=float)
+    return np.asarray(decode(v), dtype=float)
 
 
 def test_default_encoder_gets_a_plain_message_and_a_switch_button():

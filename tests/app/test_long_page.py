@@ -4,7 +4,6 @@ pooled_grid of the same recording, the zoom = la.window, widgets changing the fi
 binary upload and a length that does not fit in memory."""
 from __future__ import annotations
 
-import base64
 import json
 import time
 
@@ -12,6 +11,7 @@ import numpy as np
 import pytest
 
 from tests.app.apptest import open_page
+from tests.figures import decode
 
 PAGE = "app_pages/long.py"
 BUNDLED = "Bundled long text (~5,000 words)"
@@ -30,11 +30,7 @@ def tiny_folder(tmp_path_factory):
 
 
 def _array(v) -> np.ndarray:
-    if isinstance(v, dict) and "bdata" in v:
-        arr = np.frombuffer(base64.b64decode(v["bdata"]), dtype=v["dtype"])
-        shape = v.get("shape")
-        return arr.reshape([int(s) for s in str(shape).split(",")]) if shape else arr
-    return np.asarray(v, dtype=float)
+    return np.asarray(decode(v), dtype=float)
 
 
 def _figure(at, key: str) -> dict:

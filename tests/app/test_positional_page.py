@@ -1,7 +1,6 @@
 """AppTest of the positional-encodings page: every tab runs, shows real numbers, handles bad input."""
 from __future__ import annotations
 
-import base64
 import json
 
 import numpy as np
@@ -9,18 +8,14 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.conftest import ROOT
+from tests.figures import decode
 
 PAGE = "app_pages/positional.py"
 
 
 def _z(spec: dict, trace: int = 0, key: str = "z") -> np.ndarray:
     """A trace array from a plotly spec (plain list or plotly's base64 typed array)."""
-    v = spec["data"][trace][key]
-    if isinstance(v, dict) and "bdata" in v:
-        arr = np.frombuffer(base64.b64decode(v["bdata"]), dtype=v["dtype"])
-        shape = v.get("shape")
-        return arr.reshape([int(s) for s in str(shape).split(",")]) if shape else arr
-    return np.asarray(v, dtype=float)
+    return np.asarray(decode(spec["data"][trace][key]), dtype=float)
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,4 @@
 """AppTest of the training page: recorded runs open at once, a short run trains, bad settings warn."""
-import base64
 import json
 import time
 from pathlib import Path
@@ -7,6 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
+from tests.figures import decode
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
@@ -25,12 +25,8 @@ def _spec(chart):
 
 
 def _z(chart) -> np.ndarray:
-    """z of the first trace; plotly 7 sends typed arrays as {"dtype", "bdata", "shape"}."""
-    z = _spec(chart)["data"][0]["z"]
-    if isinstance(z, dict):
-        arr = np.frombuffer(base64.b64decode(z["bdata"]), dtype=np.dtype(z["dtype"]))
-        return arr.reshape([int(s) for s in str(z["shape"]).split(",")]).astype(float)
-    return np.asarray(z, dtype=float)
+    """z of the first trace."""
+    return np.asarray(decode(_spec(chart)["data"][0]["z"]), dtype=float)
 
 
 def _wait_for_job(at, timeout=120):

@@ -125,7 +125,7 @@ def test_a_student_who_drops_mid_run_disturbs_no_one(server, expected):
         assert r.status == 200
     after = run(ClassConfig(server.url, sessions=1, scenario="heatmap", think=0, ramp=0, timeout=60, seed=1))
     assert after.summary()["sessions_ok"] == 1  # a new student afterwards is served normally
-    log = Path(server.log.name).read_text(errors="replace")
+    log = Path(server.log_path).read_text(errors="replace")
     assert "Traceback" not in log, log[-3000:]
 
 
