@@ -57,7 +57,7 @@ def tiny_loaded(arch: str, tokenizer=None, seed: int = 0) -> LoadedModel:
     return LoadedModel(key=f"tiny-{arch}", model=model, tokenizer=tok, facts=model_facts(config, f"tiny-{arch}"))
 
 
-# ------------------------------------------------------------------ long inputs (issue 14)
+# ------------------------------------------------------------------ long inputs
 def _long_configs(vocab: int, window: int):
     from transformers import LlamaConfig, MistralConfig
 

@@ -1,4 +1,4 @@
-"""Ablation page, issue 17: a last-layer ablation gets a sentence instead of an empty figure; the
+"""Ablation page: a last-layer ablation gets a sentence instead of an empty figure; the
 effect's label reads 'KL divergence' (checked with a causal model in the unit tests)."""
 import pytest
 

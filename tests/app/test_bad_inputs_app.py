@@ -1,6 +1,6 @@
 """AppTest: bad inputs whose message comes from a page (or the sidebar) show a plain sentence, never a traceback.
 
-Rows of notes/bad_inputs.md that had no test before; the others are covered where the table says."""
+Rows of docs/bad-inputs.md tested here; the others are covered where the table says."""
 from __future__ import annotations
 
 import pytest

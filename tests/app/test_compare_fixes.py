@@ -1,4 +1,4 @@
-"""Compare page, issue 17: a head that model B lacks is said so on the page; the colour scales are
+"""Compare page: a head that model B lacks is said so on the page; the colour scales are
 monotonic (the difference map diverges from a white zero) and use no colour Streamlit's plotly
 theme replaces in the browser."""
 import re

@@ -1,4 +1,4 @@
-"""Complexity page, issue 17: the preset stays when only n (or batch, dtype, block sizes) changes;
+"""Complexity page: the preset stays when only n (or batch, dtype, block sizes) changes;
 an architecture number makes it Custom."""
 import pytest
 

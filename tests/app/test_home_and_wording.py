@@ -1,4 +1,4 @@
-"""Issue 17: the home page links every page of page registry; no page mentions 'the course
+"""The home page links every page of page registry; no page mentions 'the course
 texts' the audience does not have."""
 import re
 from pathlib import Path

@@ -1,4 +1,4 @@
-"""AppTest for the lab-page defects of issue 17: temperature, KV cache, quiz."""
+"""AppTest of the lab pages' edge cases: typed temperatures, the KV cache's steps, the quiz."""
 import json
 import re
 

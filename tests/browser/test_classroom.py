@@ -1,4 +1,4 @@
-"""A class on the app (issue 16): the protocol-level load generator (tools/classroom) against real servers.
+"""A class on the app: the protocol-level load generator (tools/classroom) against real servers.
 
 - a few simulated students get 0 errors and the right numbers (the heatmap of their head is what
   attnviz.extract computes; the metric beside it agrees);

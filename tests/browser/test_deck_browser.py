@@ -66,7 +66,7 @@ def test_add_this_view_from_the_sidebar(page, app_server):
 
 
 def test_the_shipped_deck_prepares_and_presents_end_to_end_at_1280x720(browser, app_server):
-    """Issue 16's done-when: at a projector's 1280 x 720, "Prepare deck" readies every slide, then every slide is
+    """At a projector's 1280 x 720, "Prepare deck" readies every slide, then every slide is
     presented in turn with the arrow key: counter right, no exception, the slide bar and a heading on screen."""
     from tests.conftest import ARTIFACTS
 

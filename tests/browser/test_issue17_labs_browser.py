@@ -1,4 +1,4 @@
-"""Chromium, issue 17: the user's lab matrices survive a bad temperature; messages are visible
+"""Chromium: the user's lab matrices survive a bad temperature; messages are visible
 without opening a collapsed section."""
 import time
 

@@ -1,5 +1,5 @@
 """Chromium at 1280 x 720 in presentation mode: figure text is large, nothing is clipped, and a
-heading shares a screen with its figure (issue 17, item 6).
+heading shares a screen with its figure.
 
 Reads the computed font size and the on-screen box of every text plotly drew (ticks, titles,
 colour bars, legends, annotations, cell texts) and the boxes of headings and figures."""

@@ -1,4 +1,4 @@
-"""Chromium: what the user chose survives the paths a browser takes (issue 17): a click that opens a
+"""Chromium: what the user chose survives the paths a browser takes: a click that opens a
 head on another page keeps the text, the token pickers relabel when the text changes, and the
 rollout target is picked by token."""
 import re

@@ -1,4 +1,4 @@
-"""Chromium: the defects of issue 17 that only a visitor's path through the browser shows, each
+"""Chromium: the paths that only a visitor's path through the browser shows, each
 reproduced click by click (AppTest sets state directly and never met them)."""
 from __future__ import annotations
 

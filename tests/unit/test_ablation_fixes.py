@@ -1,4 +1,4 @@
-"""Ablation, issue 17: prediction tables show readable tokens; the effect label keeps 'KL'."""
+"""Ablation: prediction tables show readable tokens; the effect label keeps 'KL'."""
 import numpy as np
 import pytest
 

@@ -1,4 +1,4 @@
-"""The head atlas (issue 15): corpus statistics equal the per-sentence functions averaged by hand, the
+"""The head atlas: corpus statistics equal the per-sentence functions averaged by hand, the
 confidence interval agrees with a straightforward bootstrap, Jensen-Shannon sums agree with scipy, classical
 MDS recovers a planar configuration, pattern scores and search equal a filter written by hand over the
 stored pairs, a cancelled run resumes to the same store, the embedded engine (worker processes) writes the

@@ -1,4 +1,4 @@
-"""The Ray engine of corpus runs (issue 15, item 6): on a local Ray instance started by the engine, a corpus
+"""The Ray engine of corpus runs: on a local Ray instance started by the engine, a corpus
 with two gold-parsed grammar sentences among plain ones writes a store identical, table by table, to the
 inline engine's; the command line runs with --engine ray and prints its summary; no Ray process is left
 behind. Timings of both engines go to test-artifacts/atlas-ray-timing.json (reported, not asserted)."""

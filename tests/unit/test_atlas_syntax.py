@@ -1,4 +1,4 @@
-"""Syntax report core (issue 15, item 4): a hand-made CoNLL-U file with known answers (reader, relation
+"""Syntax report core: a hand-made CoNLL-U file with known answers (reader, relation
 hits in both directions, fixed offsets, Clark's Table 1), broken CoNLL-U lines named by number, pieces
 aligned to words for WordPiece / byte-level BPE / Metaspace tokenizers, Clark's word attention against
 loops, and spaCy's silver parse of simple sentences."""

@@ -1,4 +1,4 @@
-"""Bad inputs of the core that had no test before (see notes/bad_inputs.md): each gives a plain sentence."""
+"""Bad inputs of the core (rows of docs/bad-inputs.md): each gives a plain sentence."""
 from __future__ import annotations
 
 import pytest

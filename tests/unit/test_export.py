@@ -69,3 +69,67 @@ def test_figures_zip_renders_every_figure(tmp_path):
     w, h = Image.open(io.BytesIO(z.read("a.png"))).size
     assert w >= 1000 and h >= 600  # scale 2 of the figure's layout size
     assert "0:x" in z.read("numbers.csv").decode()
+
+
+def test_result_npz_holds_the_tokens_as_a_plain_string_array(minilm):
+    r = extract(minilm, "Naïve cats don't sit; 1,234 dogs do.")
+    z = np.load(io.BytesIO(result_npz(r)), allow_pickle=False)
+    assert z["tokens"].dtype.kind == "U"  # a string array: no JSON header to decode, no pickle
+    assert z["tokens"].tolist() == list(r.tokens)
+    assert len(z["tokens"]) == z["attention"].shape[-1]
+    assert "decoder_tokens" not in z  # an encoder has none
+    assert load_result_npz(result_npz(r)).tokens == r.tokens
+
+
+def _rows(text: str) -> list[list[str]]:
+    return list(csv.reader(io.StringIO(text)))
+
+
+def test_rollout_csv_has_every_value_at_full_precision_and_named_axes(minilm):
+    from attnviz.metrics.figures import matrix_heatmap
+    from attnviz.metrics.rollout import fuse_heads, rollout_fused
+
+    r = extract(minilm, "The cat sat on the mat because it was tired.")
+    rolled = rollout_fused(fuse_heads(r.attention, "mean"))[-1]
+    fig = matrix_heatmap(rolled, r.tokens, r.tokens, title="Rollout through layers 0–5", colorbar="share",
+                         xtitle="input token", ytitle="output token")
+    rows = _rows(figure_csv(fig))
+    assert rows[0] == ["# Rollout through layers 0–5 (rows: output token, columns: input token)"] + [
+        f"{j}:{t}" for j, t in enumerate(r.tokens)]
+    assert [row[0] for row in rows[1:]] == [f"{i}:{t}" for i, t in enumerate(r.tokens)]
+    back = np.array([[np.float32(v) for v in row[1:]] for row in rows[1:]], dtype=np.float32)
+    np.testing.assert_array_equal(back, rolled)  # every value reads back exactly (not rounded to 4 decimals)
+    assert any(len(v.split(".")[-1]) > 4 for row in rows[1:] for v in row[1:])
+
+
+def test_long_matrix_csv_keeps_every_position_although_the_figure_is_block_averaged():
+    from attnviz.metrics.figures import MAX_MATRIX_SIDE, matrix_heatmap
+
+    n = MAX_MATRIX_SIDE + 10
+    m = np.random.default_rng(0).random((n, n))
+    fig = matrix_heatmap(m, [f"t{i}" for i in range(n)], [f"t{i}" for i in range(n)], title="Rollout")
+    assert np.asarray(fig.data[0].z).shape[0] < n  # the picture is pooled
+    rows = _rows(figure_csv(fig))
+    assert len(rows) == n + 1 and len(rows[1]) == n + 1
+    assert rows[0][0] == "# Rollout (rows: query (attending), columns: key (attended to))"
+    assert [float(v) for v in rows[7][1:]] == m[6].tolist()  # float64 values round-trip exactly
+
+
+def test_every_generic_figure_csv_names_its_axes_at_full_precision():
+    from attnviz.metrics.figures import head_grid, layer_lines, token_bars
+
+    values = np.array([0.123456789, 0.5, 1 / 3])
+    rows = _rows(figure_csv(token_bars(values, ["a", "b", "c"], title="Share", ytitle="share")))
+    assert rows[0] == ["trace", "token", "share"]
+    assert [float(r[2]) for r in rows[1:]] == values.tolist()
+
+    rows = _rows(figure_csv(layer_lines({"weights": np.array([0.25, 1 / 7])}, title="Mixing",
+                                        ytitle="mixing ratio (%)")))
+    assert rows[0] == ["trace", "layer", "mixing ratio (%)"]
+    assert rows[1:] == [["weights", "0", "0.25"], ["weights", "1", repr(1 / 7)]]
+
+    grid = np.arange(6, dtype=np.float32).reshape(2, 3) / 7
+    rows = _rows(figure_csv(head_grid(grid, title="Mean entropy per head", colorbar="nats")))
+    assert rows[0] == ["# Mean entropy per head (rows: layer, columns: head)", "0", "1", "2"]
+    assert len(rows) == 3  # the layers only: not the transparent markers that catch clicks
+    np.testing.assert_array_equal(np.array([[np.float32(v) for v in r[1:]] for r in rows[1:]]), grid)

@@ -1,4 +1,4 @@
-"""Every export of a heatmap keeps its token labels and its real numbers (issue 17, item 4).
+"""Every export of a heatmap keeps its token labels and its real numbers.
 
 The app imports streamlit, which makes its own plotly template the default; that template leaves
 axis automargin off, so figures exported on the server (kaleido) cut long tick labels. These tests

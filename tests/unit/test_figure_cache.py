@@ -1,4 +1,4 @@
-"""Issue 16: a result's figures are built once and shared by every session (ui.cache.figure), and the full
+"""A result's figures are built once and shared by every session (ui.cache.figure), and the full
 garbage collection Streamlit runs after every script run scans only what runs created (it was most of a warm
 rerun's time)."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Heatmap details from issue 17 item 9: hover names tokens at any length with small weights in
+"""Heatmap details: hover names tokens at any length with small weights in
 scientific notation, the log colour bar is labelled in real weights at log positions, masked
 (future) cells of causal models are blank, and no number format uses SI prefixes."""
 import csv

@@ -1,4 +1,4 @@
-"""Unit tests for the lab defects of issue 17: typed temperatures, the KV cache's steps, the quiz order."""
+"""The lab's edge cases: typed temperatures, the KV cache's steps, the quiz order."""
 import numpy as np
 import pytest
 

@@ -1,10 +1,11 @@
-"""Long inputs (issue 14): recorded q/k rebuild eager attention exactly; blockwise summaries and pooled
+"""Long inputs: recorded q/k rebuild eager attention exactly; blockwise summaries and pooled
 tiles equal the dense functions; the memory estimate; bad models refused plainly."""
 import numpy as np
 import pytest
 import torch
 
 from attnviz.errors import AttentionUnavailable, BadInput
+from attnviz.progress import Cancelled
 from attnviz.examples import long_text
 from attnviz.extract import extract
 from attnviz.long.pooled import pooled_grid, tile_edges
@@ -246,7 +247,7 @@ def test_summaries_report_progress_and_can_be_cancelled(llama):
     summarise(la, progress=lambda done, total: seen.append((done, total)))
     assert seen == [(1, 2), (2, 2)]
     calls = []
-    with pytest.raises(BadInput, match="cancelled"):
+    with pytest.raises(Cancelled, match="cancelled"):
         summarise(la, rows=32, cancelled=lambda: calls.append(1) or len(calls) > 2)
 
 

@@ -1,4 +1,4 @@
-"""Issue 14, one interface for dense and long results: DenseAttention reads a dense AttentionResult through
+"""One interface for dense and long results: DenseAttention reads a dense AttentionResult through
 LongAttention's interface; its maps, rows, zoom and top-k equal a recording's, and the one summaries pass gives
 the dense functions' numbers on it (also for a model whose q and k cannot be recorded)."""
 import numpy as np

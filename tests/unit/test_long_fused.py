@@ -1,9 +1,9 @@
-"""Issue 14: the summaries computed inside the recording forward (each layer's weights once, for its summaries
+"""The summaries computed inside the recording forward (each layer's weights once, for its summaries
 and, in place of SDPA, for its output) equal a plain SDPA recording followed by the separate summaries pass."""
 import numpy as np
 import pytest
 
-from attnviz.errors import BadInput
+from attnviz.progress import Cancelled
 from attnviz.examples import long_text
 from attnviz.long.record import record, record_with_summaries
 from attnviz.long.summaries import summarise
@@ -49,7 +49,7 @@ def test_fused_pass_reports_each_layer_and_can_be_cancelled(llama):
     record_with_summaries(llama, TEXT, max_tokens=100, progress=lambda d, t: seen.append((d, t)))
     assert seen == [(1, 2), (2, 2)]
     calls = []
-    with pytest.raises(BadInput, match="cancelled"):
+    with pytest.raises(Cancelled, match="cancelled"):
         record_with_summaries(llama, TEXT, max_tokens=600, cancelled=lambda: calls.append(1) or len(calls) > 2)
     la, _ = record_with_summaries(llama, TEXT, max_tokens=100)  # the model is usable after a cancelled pass
     assert la.seq_len == 100

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from attnviz.errors import BadInput
+from attnviz.progress import Cancelled
 from attnviz.long.sinks import POLICIES, policy_losses, sink_experiment
 from attnviz.models.hf import model_facts
 from attnviz.types import LoadedModel
@@ -107,7 +108,7 @@ def test_experiment_progress_cancel_and_bad_input(loaded, minilm):
     assert set(run.loss) == set(POLICIES) and seen[-1] == (3 * n, 3 * n)
     assert run.curve("window", 8).shape == (n,) and np.isfinite(run.mean_after("window"))
     np.testing.assert_allclose(run.curve("full", 1), run.loss["full"])
-    with pytest.raises(BadInput, match="cancelled"):
+    with pytest.raises(Cancelled, match="cancelled"):
         sink_experiment(tiny, "the cat sat on the mat " * 40, cache=32, cancelled=lambda: True)
     with pytest.raises(BadInput, match="causal language model"):
         sink_experiment(minilm, "the cat sat on the mat")

@@ -235,7 +235,7 @@ def test_pool_and_figure_size():
     assert plots.figure_bytes(sim) < 450_000
 
 
-# ---------------------------------------------------------------- maths moved out of the page (issue 12)
+# ---------------------------------------------------------------- maths outside the page
 def test_shift_prediction_by_hand():
     # d_model = 2: one pair, w_0 = 1 whatever the base; PE(p) = (sin p, cos p)
     table = pe.sinusoidal(10, 2)
@@ -294,7 +294,7 @@ def test_weights_permuted_puts_rows_and_columns_in_the_new_order():
     assert np.allclose(none.weights_permuted, none.weights_shuffled, atol=1e-12)
 
 
-# ---------------------------------------------------------------- one ALiBi slope rule everywhere (issue 12)
+# ---------------------------------------------------------------- one ALiBi slope rule everywhere
 def test_toy_model_uses_the_reference_slopes():
     from attnviz.models.scratch import _alibi_slopes
 

@@ -28,7 +28,7 @@ def test_pair_blocks():
     seg = np.array([0, 0, 1])
     v = select_view(M, None, seg, block="A→B")
     assert v.rows.tolist() == [0, 1] and v.cols.tolist() == [2]
-    # a block alone never renormalises: the model's own weights (issue 17: 0.3397 was shown as 0.6756)
+    # a block alone never renormalises: the model's own weights (a renormalised block would show 0.6756 for 0.3397)
     np.testing.assert_allclose(v.values[:, 0], [0.3, 0.3])
     assert not v.renormalised
     raw = select_view(M, None, seg, block="B→A", renormalise=False)

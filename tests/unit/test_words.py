@@ -1,4 +1,4 @@
-"""Word-level attention (issue 15, item 1): Clark et al.'s rule — attention to a word summed over its
+"""Word-level attention Clark et al.'s rule — attention to a word summed over its
 pieces, from a word averaged — on a hand-worked example, and on WordPiece, byte-level BPE and
 SentencePiece-style (Metaspace) tokenizers: rows still sum to 1 and the words are the text's words."""
 import numpy as np
