@@ -1,8 +1,7 @@
-"""AppTest: what the issue-14 browser crawl (tests/browser/test_long_smollm2_browser.py) found about long texts.
-A link whose text is longer than the sidebar's box (the bundled long text: ~31,700 characters) is cut to the box's
-20,000 characters at once and the sidebar says so (before, the box showed the whole text while the pages got its
-first 20,000 characters, and nothing said it); the Logit lens names the dense 512-token limit, why, and the model's
-own longer context, as the other dense pages do."""
+"""AppTest: long texts at the edges of the sidebar and the dense pages. A link whose text is longer than the
+sidebar's box (the bundled long text) is cut to the box's 20,000 characters at once and the sidebar says so, so
+the box shows what the pages read; the Logit lens names the dense 512-token limit, why, and the model's own
+longer context, as the other dense pages do."""
 from attnviz.ui.long import BUNDLED
 from attnviz.ui.sidebar import MAX_TEXT_CHARS
 from tests.app.apptest import open_page
