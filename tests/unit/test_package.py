@@ -1,4 +1,4 @@
-"""The `attnviz` command: its sub-commands, and plain messages for what it cannot do."""
+"""The installed package: the `attnviz` command with its sub-commands and plain messages, and the dependencies the app relies on."""
 from __future__ import annotations
 
 import subprocess
@@ -36,3 +36,14 @@ def test_the_console_script_is_installed():
     assert script.exists(), "pip install -e . installs the attnviz command"
     done = subprocess.run([str(script), "atlas", "--help"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "--corpus" in done.stdout
+
+
+def test_plotly_serialises_with_orjson():
+    """orjson is installed (pinned in requirements.txt) so that plotly, and Streamlit's charts through it,
+    serialise figures with it rather than the standard json module."""
+    import plotly.io as pio
+
+    assert pio.json.config.default_engine in ("auto", "orjson")
+    import plotly.io._json as pj
+
+    assert pj.get_module("orjson") is not None
