@@ -8,7 +8,8 @@ from streamlit.errors import StreamlitAPIException
 from attnviz.ui import busy, decks, page, share, sidebar
 from attnviz.ui.registry import HOME, PAGES
 
-_presenting = st.query_params.get("present") == "1" or bool(st.session_state.get("present"))
+_presenting = ((st.query_params.get("present") == "1" or bool(st.session_state.get("present")))
+               and st.query_params.get("end") != "1")  # a deck's End link leaves presentation mode
 st.set_page_config(page_title="attnviz", page_icon=str(Path(__file__).parent / "assets" / "favicon.png"), layout="wide",
                    initial_sidebar_state="collapsed" if _presenting else "auto")
 
@@ -19,6 +20,7 @@ for spec in PAGES:
         st.Page(spec.file, title=spec.title, icon=spec.icon, url_path=spec.name, default=spec is HOME))
 
 nav = st.navigation(sections, position="top")
+decks.enter(nav.url_path)  # a deck's slide opens as its link does, also when reached without a page load
 page.begin(nav.url_path)
 sidebar.render()
 decks.slide_bar()  # a deck's slide: previous / next / counter, arrow keys
@@ -31,5 +33,6 @@ except StreamlitAPIException:  # a widget refused a value: if it came from a han
     st.rerun()
 else:
     share.accept_link_values()
+    share.run_completed()
 finally:  # also after st.stop() in a page: keep the URL and the share link current
     page.end()

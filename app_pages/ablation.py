@@ -12,6 +12,7 @@ from attnviz.ui.figure import show_figure
 from attnviz.ui.share import bind, from_link
 from attnviz.ui.present import page_intro
 from attnviz.ui.page import stop as stop_page
+from attnviz.units import count_text
 
 page_intro("Head ablation",
     "To test whether a head matters, switch it off: its output is replaced by zeros just before the layer's "
@@ -85,7 +86,7 @@ else:
                 for i, ((bt, bp), (at, ap)) in enumerate(zip(b_top, a_top))]
         st.dataframe(rows, hide_index=True, width="stretch")
         changed = int(np.sum(base.argmax != abl.argmax))
-        st.caption(f"The most likely next token changes at {changed} of {len(base.argmax)} positions.")
+        st.caption(f"The most likely next token changes at {changed} of {count_text(len(base.argmax))} positions.")
     for pos, probs in base.masked_probs.items():
         st.markdown(f"**Predictions for the mask at position {pos}**")
         b_top, a_top = top_tokens(probs, loaded.tokenizer), top_tokens(abl.masked_probs[pos], loaded.tokenizer)

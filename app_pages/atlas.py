@@ -5,6 +5,7 @@ from attnviz.ui import atlas as ui
 from attnviz.ui.page import stop as stop_page
 from attnviz.ui.present import page_intro
 from attnviz.ui.sidebar import model_key, using_trained
+from attnviz.units import count_text
 
 page_intro("Head atlas",
     "One sentence shows what a head did once; a corpus shows what it does. Run a corpus through the sidebar's "
@@ -32,7 +33,7 @@ with st.container(border=True):
 atlas = ui.choose_store(key)
 if atlas is None:
     stop_page()
-st.caption(f"{atlas.n_sentences} sentences stored · {atlas.n_layers} layers × {atlas.n_heads} heads · "
+st.caption(f"{count_text(atlas.n_sentences)} sentences stored · {atlas.n_layers} layers × {atlas.n_heads} heads · "
            + ("words (pieces merged)" if atlas.info.get("words") else "word pieces")
            + f" · the same store `python -m attnviz.atlas --model {key} --out <folder>` writes.")
 tabs = st.tabs(["Every head", "Patterns", "Related heads", "Syntax", "Search"])

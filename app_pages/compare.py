@@ -5,12 +5,14 @@ from attnviz.errors import AttnvizError
 from attnviz.metrics.compare import check_same_length, check_same_tokens, difference, head_distance
 from attnviz.metrics.figures import head_grid, matrix_heatmap, shared_colour_max
 from attnviz.ui import metrics as aw
-from attnviz.ui.cache import get_model, get_result
+from attnviz.ui.cache import get_result
+from attnviz.ui.jobs import load_model
 from attnviz.ui.sidebar import DEFAULT_MODEL, installed_models
 from attnviz.ui.figure import show_figure
-from attnviz.ui.share import bind
+from attnviz.ui.share import bind, hold
 from attnviz.ui.present import page_intro
 from attnviz.ui.page import stop as stop_page
+from attnviz.units import count_text
 
 page_intro("Compare attention",
     "Lay two attention maps on top of each other. **Two sentences**: the same model reads two texts that "
@@ -21,6 +23,7 @@ page_intro("Compare attention",
 
 result_a, key_a, text_a, pair_a = aw.hf_inputs("Comparing")
 bind({"cmp_mode": str, "cmp_text_b": str})
+hold("cmp_model_pick", "cmp_model_b")
 SHORT_TEXT = 300  # longer sidebar texts are shown cut, with their token count
 mode = st.radio("Compare", ["Two sentences", "Two models"], horizontal=True, key="cmp_mode")
 
@@ -28,7 +31,7 @@ try:
     if mode == "Two sentences":
         st.session_state.setdefault("cmp_text_b", "The dog sat on the mat because it was tired.")
         if len(result_a.text) > SHORT_TEXT:
-            st.markdown(f"**A** (from the sidebar, {result_a.seq_len} tokens): {result_a.text[:SHORT_TEXT]}…")
+            st.markdown(f"**A** (from the sidebar, {count_text(result_a.seq_len)} tokens): {result_a.text[:SHORT_TEXT]}…")
         else:
             st.markdown(f"**A** (from the sidebar): {result_a.text}")
         b1, b2 = st.columns([4, 1], vertical_alignment="bottom")
@@ -46,8 +49,8 @@ try:
         if not key_b:
             st.info("Type a hub id or folder for model B.")
             stop_page()
-        with st.spinner(f"Loading {key_b}…"):
-            get_model(key_b)
+        load_model(key_b)  # a progress bar with the time left while it loads
+        with st.spinner("Computing attention…"):
             result_b = get_result(key_b, text_a, pair_a, None)
         check_same_tokens(result_a, result_b)
         name_a, name_b = "A: " + key_a, "B: " + key_b
@@ -88,15 +91,18 @@ with d1:
     st.caption("Tokens that differ between A and B are labelled 'a/b'. Red: A attends more; blue: B does.")
 with d2:
     if result_a.attention.shape[:2] == result_b.attention.shape[:2]:
+        ablated = {(l, h) for l, h in aw.ablated_heads() if l < n_layers and h < n_heads}
         dist = head_distance(result_a, result_b)
         fig = head_grid(dist, title="Difference per head (mean row distance)", colorbar="distance", zmin=0.0,
                         zmax=max(float(dist.max()), 1e-6),
                         # not Magma: its first colour, #000004, is one of the stand-in colours Streamlit's
                         # plotly theme replaces in the browser, which painted zero distance pink
-                        colorscale="Viridis", fmt=".4f", ablated=aw.ablated_heads(), selected=(layer, head))
+                        colorscale="Viridis", fmt=".4f", ablated=ablated, selected=(layer, head))
         aw.clickable_head_grid(fig, "cmp_grid")
         st.caption("Mean total-variation distance between matching rows: 0 = same, 1 = disjoint. Click a head "
                    "to open it on the heatmap page (for the sidebar's text).")
+        if ablated:
+            st.caption(aw.ablation_note("Red crosses mark", ablated))
     else:
         st.info(f"The models have different layer x head grids ({result_a.n_layers} x {result_a.n_heads} and "
                 f"{result_b.n_layers} x {result_b.n_heads}); only one head of each can be compared.")

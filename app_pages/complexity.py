@@ -25,8 +25,7 @@ cfg = ui.config(preset)
 if cfg is not None:
     ui.headline(cfg)
 
-tabs = st.tabs(["Costs at n", "Curves against n", "Attention vs feed-forward", "Attention vs RNN",
-                "Measured here"])
+tabs = st.tabs(ui.TABS, key="cx_tab", on_change="rerun")  # the open tab goes into the link
 
 if cfg is not None:
     text = cx.sentences(cfg)

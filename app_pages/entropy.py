@@ -11,6 +11,7 @@ from attnviz.ui.figure import show_figure
 from attnviz.ui.share import bind
 from attnviz.ui.present import page_intro
 from attnviz.ui.page import stop as stop_page
+from attnviz.units import count_text
 
 page_intro("Attention entropy",
     "Each query row of a head is a probability distribution over the keys it may look at. Its **entropy** "
@@ -46,7 +47,7 @@ label = "normalised entropy" if unit.startswith("normalised") else "entropy (nat
 zmax = 1.0 if unit.startswith("normalised") else float(np.log(result.seq_len)) or 1.0
 
 layer, head = aw.current_head(result.n_layers, result.n_heads)
-fig = head_grid(means, title=f"Mean {label} per head · {result.seq_len} tokens", colorbar=label,
+fig = head_grid(means, title=f"Mean {label} per head · {count_text(result.seq_len)} tokens", colorbar=label,
                 zmin=0.0, zmax=zmax, colorscale="Viridis", ablated=ablated, selected=(layer, head))
 st.caption("Dark = focused, bright = broad. Click a cell to open that head on the heatmap page."
            + (" Red crosses mark ablated heads (their own weights are unchanged by ablation)." if ablated else ""))
@@ -69,6 +70,6 @@ with right:
     show_figure(bars, key="en_bars")
     st.caption(f"Head mean: {means[sel_layer, sel_head]:.3f}. Light bars are special tokens. "
                f"Uniform attention over n keys has entropy log n ({np.log(result.seq_len):.2f} nats for all "
-               f"{result.seq_len} tokens); attention on one key has 0.")
+               f"{count_text(result.seq_len)} tokens); attention on one key has 0.")
     if st.button("Open this head on the heatmap page", key="en_open"):
         aw.open_head(sel_layer, sel_head)

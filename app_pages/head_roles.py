@@ -3,7 +3,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from attnviz.metrics.roles import ROLE_KEYS, ROLES, strongest_role, top_heads
+from attnviz.metrics.roles import ROLES, applicable_roles, strongest_role, top_heads
 from attnviz.metrics.top_pairs import offset_counts, top_pairs
 from attnviz.metrics.figures import head_grid, role_map
 from attnviz.ui import metrics as aw
@@ -12,6 +12,7 @@ from attnviz.ui import contrib as lens_ui
 from attnviz.ui.share import bind
 from attnviz.ui.present import page_intro
 from attnviz.ui.page import stop as stop_page
+from attnviz.units import count_text
 
 page_intro("Head roles",
     "Clark et al. (2019) found that many BERT heads follow simple, recognisable patterns: looking at the "
@@ -39,7 +40,7 @@ min_score = c2.slider("Minimum score for a role", 0.0, 1.0, step=0.05, key="hr_m
                       help="Heads whose best score is below this are shown grey: no clear role.")
 if scope.startswith("the current"):
     scores = aw.analysis_of_sidebar(result=result).roles
-    where = f"the current sentence ({result.seq_len} tokens)"
+    where = f"the current sentence ({count_text(result.seq_len)} tokens)"
 else:
     scores = aw.corpus_role_scores(key, words=result.word_starts is not None)
     if result.quantity != "weights":
@@ -49,25 +50,29 @@ else:
         stop_page()
     where = f"{scores.n_inputs} example sentences"
 
-labels = [ROLES[r][0] for r in ROLE_KEYS]
+roles, left_out = applicable_roles(scores, causal=result.facts.causal)
+scores = scores.only(roles)
+labels = [ROLES[r][0] for r in roles]
 best, best_score = strongest_role(scores, min_score)
 fig = role_map(best, best_score, scores.scores, labels, title=f"Strongest role of each head · {where}",
                ablated=ablated)
 st.caption("The number in each cell is the head's best score. Hover for every score; click a cell to open "
            "that head on the heatmap page.")
 aw.clickable_head_grid(fig, "hr_map")
+if left_out:
+    st.caption("Not shown: " + "; ".join(f"**{ROLES[r][0]}** ({why})" for r, why in left_out.items()) + ".")
 
-if result.tokens and result.tokens[0] in ("[CLS]", "<s>"):
+if "cls" in roles and "first" in roles and result.tokens and result.tokens[0] in ("[CLS]", "<s>"):
     st.info(f"In this model every input starts with {result.tokens[0]}, so 'attends to [CLS]' and "
             "'first-token sink' measure the same column and give the same scores; the map shows it as "
             "'attends to [CLS]'.")
 if result.facts.causal:
-    st.info("This is a causal model: a token cannot attend to the next one, so 'next token' is not defined. "
-            "Causal models often dump attention on the first token (an 'attention sink').")
+    st.info("This is a causal model: each token attends only to itself and the tokens before it. Causal models "
+            "often dump attention on the first token (an 'attention sink').")
 
 st.subheader("Top heads of each role")
 cols = st.columns(4)
-for i, role in enumerate(ROLE_KEYS):
+for i, role in enumerate(roles):
     tops = top_heads(scores, role, k=5)
     with cols[i % 4]:
         st.markdown(f"**{ROLES[role][0]}**")
@@ -103,7 +108,7 @@ else:
         for col, name, label in ((g1, "induction", "induction score"), (g2, "duplicate", "duplicate-token score")):
             with col:
                 aw.clickable_head_grid(
-                    head_grid(ind[name], title=f"{label.capitalize()} per head · {n_seqs} x {2 * n_words} words",
+                    head_grid(ind[name], title=f"{label.capitalize()} per head · {n_seqs} x {count_text(2 * n_words)} words",
                               colorbar=label.split()[0], zmin=0.0, zmax=1.0, colorscale="Viridis", fmt=".3f",
                               ablated=ablated), f"hr_{name}", text=ind["text"])
                 flat = np.argsort(-ind[name].ravel(), kind="stable")[:3]
@@ -138,7 +143,7 @@ else:
         offsets = offset_counts(pairs)
         top_offset, top_count = next(iter(offsets.items()))
         named = {-1: "the previous token", 0: "itself", 1: "the next token"}.get(top_offset,
-                                                                                  f"{top_offset:+d} positions away")
+                                                                                  f"{top_offset:+,d} positions away")
         st.markdown(f"Layer {p_layer}, head {p_head}: **{top_count} of {len(pairs)}** strongest pairs have the key at "
                     f"**{named}** (offset {top_offset:+d}).")
         st.dataframe(pd.DataFrame({
@@ -150,11 +155,11 @@ else:
                    "Example list (1 = the first). Word pieces keep their ## mark.")
 
 st.subheader("Definitions")
-st.markdown("\n".join(f"- **{label}**: {text}." for label, text in ROLES.values()))
+st.markdown("\n".join(f"- **{ROLES[r][0]}**: {ROLES[r][1]}." for r in roles))
 st.markdown("Scores are averaged over the query rows (padding left out); a role that needs tokens the "
             "input lacks (no punctuation, no [SEP]) is 'n/a' for that input and averaged over the others.")
 
 with st.expander("All scores as a table"):
-    table = aw.head_table({ROLES[r][0]: scores[r] for r in ROLE_KEYS})
+    table = aw.head_table({ROLES[r][0]: scores[r] for r in roles})
     table.insert(2, "strongest role", [labels[b] if b >= 0 else "—" for b in best.ravel()])
     st.dataframe(table, hide_index=True, width="stretch")

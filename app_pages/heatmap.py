@@ -8,13 +8,13 @@ from attnviz.heatmap.raster import GridLayout, default_thumb
 from attnviz.ui.cache import figure, grid_image
 from attnviz.heatmap.figures import grid_figure
 from attnviz.export import result_npz
-from attnviz.ui.metrics import ablated_heads
+from attnviz.ui.metrics import ablated_heads, ablation_note
+from attnviz.ui.heatmap import focus_notes, head_numbers, shaded_text
 from attnviz.ui.figure import show_figure
 from attnviz.ui.heads import consume_selection, head_picker, token_picker
-from attnviz.ui.share import bind
+from attnviz.ui.share import bind, hold
 from attnviz.ui.present import presenting
 from attnviz.ui.page import stop as stop_page
-from attnviz.heatmap.text_view import shaded_text_html
 from attnviz.ui.sidebar import require_result
 from attnviz.ui import contrib as lens_ui
 from attnviz.heatmap.views import PAIR_BLOCKS, colour_range, select_view
@@ -79,7 +79,8 @@ scale = st.session_state.get("hm_scale", "linear")
 palette = PALETTES[st.session_state.get("hm_palette", next(iter(PALETTES)))]
 
 # --- every head -------------------------------------------------------------------------
-layer, head = head_picker(n_layers, n_heads, "hm", columns=st.columns([1, 1, 4])[:2] if presenting() else None)
+layer, head = head_picker(n_layers, n_heads, "hm", columns=st.columns([1, 1, 4])[:2] if presenting() else None,
+                          heads_summed=result.quantity == "ALTI")
 st.subheader("Every head")
 grid_col, grid_text = st.columns([3, 1])
 with grid_text:
@@ -87,7 +88,9 @@ with grid_text:
         "One thumbnail per head: rows are layers (0 = nearest the input), columns are heads. "
         "Each thumbnail is coloured relative to its own largest weight, so faint heads still "
         "show their shape. **Click a thumbnail** to open that head below; the open head has a red "
-        "frame" + (", ablated heads a grey one." if ablated else "."))
+        "frame.")
+    if ablated:
+        st.caption(ablation_note("Grey frames mark", ablated))
     st.caption("Common shapes: a vertical stripe (everyone attends to one token, often [CLS] or "
                "[SEP]), a diagonal (each token attends to itself), a line just off the diagonal "
                "(previous or next token), a blur (broad attention).")
@@ -100,7 +103,12 @@ with grid_col:
                 selection_mode="points", exports=False)
 
 # --- one head ---------------------------------------------------------------------------
-st.subheader(f"Layer {layer}, " + ("heads summed (ALTI)" if result.quantity == "ALTI" else f"head {head}") + (" (ablated elsewhere: weights shown are its own)" if (layer, head) in ablated else ""))
+BLOCK_NAMES = {"A→A": "sentence A → sentence A", "B→B": "sentence B → sentence B", "A→B": "sentence A → sentence B",
+               "B→A": "sentence B → sentence A"}
+head_name = "heads summed" if result.quantity == "ALTI" else f"head {head}"
+st.subheader(f"Layer {layer}, " + ("heads summed (ALTI)" if result.quantity == "ALTI" else f"head {head}")
+             + (f" · block {BLOCK_NAMES[block]}" if block != "all" else "")
+             + (" (ablated elsewhere: weights shown are its own)" if (layer, head) in ablated else ""))
 try:
     view = select_view(attention[layer, head], q_special, result.segment_ids if which == "self" else None,
                        hide_special=hide, renormalise=renorm, block=block,
@@ -116,16 +124,9 @@ with fig_col:
                        zmin=zmin, zmax=zmax, colorscale=palette, log_floor=log_floor,
                        colorbar_title=("renormalised " if view.renormalised else "") + what,
                        causal=which == "decoder" or (which == "self" and facts.causal)),
-        key="hm_heatmap", name=f"attention-layer{layer}-head{head}")
+        key="hm_heatmap", name=f"attention-layer{layer}-head{head}" + (f"-{block}" if block != "all" else ""))
 with info_col:
-    full = attention[layer, head]
-    if k_special.any():
-        st.metric(f"Mean {what} on special tokens", f"{float(full[:, k_special].sum(axis=1).mean()):.1%}",
-                  help="Average over rows of the weight on [CLS], [SEP] and other special tokens.")
-    else:
-        st.metric(f"Mean {what} on the first token", f"{float(full[:, 0].mean()):.1%}",
-                  help="Many causal models park unused attention on the first token (an 'attention sink').")
-    st.metric(f"Largest {what}", f"{float(full.max()):.4f}")
+    head_numbers(attention[layer, head], view, block, what, k_special, hide)
     st.markdown("Read a **row** to see what that token gathers information from; read a **column** "
                 "to see who gathers from that token.")
     if hide:
@@ -145,39 +146,46 @@ if not presenting():  # the lecturer says it; the heading stays on the figures' 
     st.markdown("Choose a token to see, for every head of this layer, what it attends to (its row) and "
                 "what attends to it (its column).")
 n_q = attention.shape[2]
-# a new text keeps the position if it still exists, else the first word
-focus = token_picker(q_tokens, "hm_focus", default=1 if n_q > 2 else 0)
+# a new text keeps the position if it still exists, else the first word; hidden special tokens are not offered
+focus = token_picker(q_tokens, "hm_focus", default=1 if n_q > 2 else 0,
+                     positions=[i for i in range(n_q) if not (hide and q_special[i])] if hide and not q_special.all() else None)
 layer_heads_ablated = tuple(sorted(h for (l, h) in ablated if l == layer))
-c_out, c_in = st.columns(2)
-if which == "self":
-    with c_out:
-        show_figure(figure(focus_figure, attention[layer], focus, q_tokens, direction="out", colorscale=palette, what=what,
-                                 ablated_heads=layer_heads_ablated), key="hm_focus_out", name=f"layer{layer}-token{focus}-out")
-    with c_in:
-        show_figure(figure(focus_figure, attention[layer], focus, q_tokens, direction="in", colorscale=palette, what=what,
-                                 ablated_heads=layer_heads_ablated), key="hm_focus_in", name=f"layer{layer}-token{focus}-in")
-else:
-    show_figure(figure(focus_figure, attention[layer], focus, k_tokens, direction="out", colorscale=palette, what=what,
-                             ablated_heads=layer_heads_ablated), key="hm_focus_out", name=f"layer{layer}-token{focus}-out")
-
-if which == "self":
-    st.markdown(f"**The text, shaded by {what}** (layer {layer}, head {head}): the darker a token, the more "
-                f"it gets. Hover a token for the exact {what}; the outlined token is **{q_tokens[focus]}**.")
-    row, col = attention[layer, head, focus], attention[layer, head, :, focus]
-    special = result.special_mask
-    st.caption(f"What **{q_tokens[focus]}** attends to (its row; sums to 1, darkest = {row.max():.3f})")
-    st.html(shaded_text_html(q_tokens, row, focus=focus, continuation=result.continuation, special=special, what=what))
-    st.caption(f"Who attends to **{q_tokens[focus]}** (its column: each token's weight on it, darkest = "
-               f"{col.max():.3f})")
-    st.html(shaded_text_html(q_tokens, col, focus=focus, continuation=result.continuation, special=special, what=what))
+hidden = dict(special_mask=q_special, key_special_mask=k_special, hide_special=hide, renormalise=renorm)
+try:
+    c_out, c_in = st.columns(2)
+    if which == "self":
+        with c_out:
+            show_figure(figure(focus_figure, attention[layer], focus, q_tokens, direction="out", colorscale=palette,
+                               what=what, ablated_heads=layer_heads_ablated, **hidden),
+                        key="hm_focus_out", name=f"layer{layer}-token{focus}-out")
+        with c_in:
+            show_figure(figure(focus_figure, attention[layer], focus, q_tokens, direction="in", colorscale=palette,
+                               what=what, ablated_heads=layer_heads_ablated, **hidden),
+                        key="hm_focus_in", name=f"layer{layer}-token{focus}-in")
+    else:
+        show_figure(figure(focus_figure, attention[layer], focus, k_tokens, direction="out", colorscale=palette,
+                           what=what, ablated_heads=layer_heads_ablated, **hidden),
+                    key="hm_focus_out", name=f"layer{layer}-token{focus}-out")
+except BadInput as e:  # every token is a special one and they are hidden
+    st.warning(str(e))
+    stop_page()
+focus_notes(layer, layer_heads_ablated, hide, renorm)
+if which == "self":  # the focus head as the heatmap shows it: special tokens hidden (rows renormalised) when asked
+    head_view = select_view(attention[layer, head], q_special, hide_special=hide, renormalise=renorm)
+    shaded_text(head_view, q_tokens, focus, f"layer {layer}, {head_name}", what, result.continuation,
+                result.special_mask, hide)
 
 if which == "self" and n_q <= 128 and not presenting():
-    st.markdown(f"**Lines view** (layer {layer}, head {head}): each token on the left sends lines to the "
+    st.markdown(f"**Lines view** (layer {layer}, {head_name}): each token on the left sends lines to the "
                 "tokens it attends to on the right; darker and thicker lines carry more weight. The "
-                "focus token's lines are drawn alone; untick to see every token's.")
+                "focus token's lines are drawn alone; untick to see every token's."
+                + (" Special tokens are hidden." if hide else ""))
+    hold("hm_lines_focus")
     st.session_state.setdefault("hm_lines_focus", True)
     only_focus = st.checkbox("Only the focus token", key="hm_lines_focus")
-    show_figure(figure(lines_figure, attention[layer, head], q_tokens, focus=focus if only_focus else None),
+    shown = [int(i) for i in head_view.rows]
+    show_figure(figure(lines_figure, head_view.values, [q_tokens[i] for i in shown],
+                       focus=shown.index(focus) if only_focus else None),
                 key="hm_lines", name=f"lines-layer{layer}-head{head}")
 elif which == "self" and not presenting():
     st.caption("The lines view is drawn for inputs up to 128 tokens.")

@@ -9,7 +9,7 @@ from attnviz.lab.figures import lines, matrix_heatmap
 from attnviz.ui.lab import (keep_choice, keep_in_range, keep_text, lab_header, lecture_nav, show_figure,
                                     stop_page)
 from attnviz.ui.share import bind
-from attnviz.units import dtype_bytes, dtype_label, human_bytes
+from attnviz.units import dtype_bytes, dtype_label, human_bytes, count_text
 
 bind({"kv_prompt": str, "kv_new": int, "kv_step": int, "kv_preset": str, "kv_tokens": int})
 
@@ -75,10 +75,10 @@ with right:
 **Step {step}** pushes the newest token `{st_.new_token!r}` through the model and predicts `{st_.next_char!r}`.
 
 - Cache before the step: **{before} tokens** per layer; each layer holds K and V of shape
-  {cfg.n_kv_heads} KV heads × {before} tokens × {cfg.d_head}.
+  {cfg.n_kv_heads} KV heads × {count_text(before)} tokens × {cfg.d_head}.
 - This step appends the newest token's K and V: **{after} tokens** after it (the figure's {after} columns).
 - Work with the cache: **{st_.madds_cached:,}** multiply-adds (one token).
-- Work without it: **{st_.madds_uncached:,}** (all {len(st_.text_so_far)} tokens again),
+- Work without it: **{st_.madds_uncached:,}** (all {count_text(len(st_.text_so_far))} tokens again),
   **{st_.madds_uncached / st_.madds_cached:.1f}×** more.
 - Largest difference between the two next-token logits: **{st_.max_logit_diff:.1e}** (rounding only).
 """)
@@ -106,12 +106,11 @@ with p2:
     st.write("")
     if st.button("Read the sidebar's model", key="kv_load",
                  help="Loads the model chosen in the sidebar and takes its layers, KV heads and head width."):
-        from attnviz.ui.cache import get_model
+        from attnviz.ui.jobs import load_model
         from attnviz.ui.sidebar import model_key
 
         try:
-            with st.spinner("Loading the model…"):
-                f = get_model(model_key()).facts
+            f = load_model(model_key()).facts
             if not f.causal:
                 st.warning(f"{f.name} is an encoder ({f.architecture}): encoders read the whole text at once and "
                            "keep no KV cache. Pick the causal SmolLM2 in the sidebar.")

@@ -7,6 +7,7 @@ from attnviz.lab.multihead import head_dim, multi_head_attention, random_params,
 from attnviz.ui.lab import (keep_choice, keep_in_range, keep_text, lab_header, lecture_nav, show_figure,
                                     stop_page)
 from attnviz.ui.share import bind
+from attnviz.units import count_text
 
 bind({"mh_text": str, "mh_dmodel": int, "mh_heads": int, "mh_seed": int})
 
@@ -38,7 +39,7 @@ if not tokens:
     st.warning("Type at least one token.")
     stop_page(PAGE)
 if len(tokens) > 12:
-    st.warning(f"{len(tokens)} tokens: the lab shows at most 12 so each head's matrix stays readable.")
+    st.warning(f"{count_text(len(tokens))} tokens: the lab shows at most 12 so each head's matrix stays readable.")
     stop_page(PAGE)
 try:
     d_head = head_dim(int(d_model), int(n_heads))
@@ -61,7 +62,7 @@ s = multi_head_attention(x, x, params, h)
 st.subheader("1 · Split d_model into heads")
 show_figure(head_split(dm, h), key="mh_fig_split")
 st.markdown(f"d_head = {dm} / {h} = **{d_head}**. Shapes: X is {len(tokens)} × {dm}; Q = X W_Qᵀ is {len(tokens)} × {h * d_head}, "
-            f"reshaped to {h} heads × {len(tokens)} tokens × {d_head}. K and V have {n_kv} head(s) "
+            f"reshaped to {h} heads × {count_text(len(tokens))} tokens × {d_head}. K and V have {n_kv} head(s) "
             f"({n_kv * d_head} columns); each serves {h // n_kv} query head(s). "
             f"Parameters: {params.n_params:,} (W_Q {params.w_q.size}, W_K {params.w_k.size}, W_V {params.w_v.size}, "
             f"W_O {params.w_o.size}, biases {params.b_q.size + params.b_k.size + params.b_v.size + params.b_o.size}).")

@@ -8,6 +8,7 @@ from attnviz.lab.scaling import D_K_GRID, ScalingConfig, dot_products, saturatio
 from attnviz.ui.lab import keep_choice, lab_header, lecture_nav, show_figure, stop_page
 from attnviz.ui.share import bind
 from attnviz.ui.cache import scaling_sweep
+from attnviz.units import count_text
 
 bind({"scaling_dk": int, "scaling_nkeys": int})
 
@@ -47,7 +48,7 @@ with right:
 | at d_k = {d_k} | unscaled | ÷ √d_k |
 |---|---:|---:|
 | standard deviation of q·k (theory: √{d_k} = {np.sqrt(d_k):.2f} and 1) | {raw.std():.2f} | {(raw / np.sqrt(d_k)).std():.2f} |
-| largest softmax weight, mean over {ScalingConfig().n_trials} queries (uniform: {1 / n_keys:.4f}) | {row.max_weight_raw:.4f} | {row.max_weight_scaled:.4f} |
+| largest softmax weight, mean over {count_text(ScalingConfig().n_trials)} queries (uniform: {1 / n_keys:.4f}) | {row.max_weight_raw:.4f} | {row.max_weight_scaled:.4f} |
 | entropy in nats (uniform: ln {n_keys} = {np.log(n_keys):.4f}) | {row.entropy_raw:.4f} | {row.entropy_scaled:.4f} |
 | gradient size ‖∂softmax/∂scores‖ | {row.grad_raw:.4f} | {row.grad_scaled:.4f} |
 """)

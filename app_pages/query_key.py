@@ -14,6 +14,7 @@ from attnviz.ui.share import bind
 from attnviz.ui.present import page_intro
 from attnviz.ui.page import stop as stop_page
 from attnviz.ui.sidebar import require_result
+from attnviz.units import count_text
 
 bind({"qk_layer": int, "qk_head": int, "qk_query": int, "qk_key": int, "qk_topk": int, "qk_rank": str,
       "qk_sort": bool})
@@ -64,7 +65,7 @@ except AttnvizError as e:
 n_visible = int(row.visible.sum())
 gqa = (f" This model has {qk.n_kv_heads} key heads for {qk.n_heads} query heads (grouped-query attention): "
        f"head {head} uses key head {head // (qk.n_heads // qk.n_kv_heads)}.") if qk.n_kv_heads < qk.n_heads else ""
-causal = f" The model is causal: token {query} sees keys 0–{query} only ({n_visible} keys)." if qk.causal else ""
+causal = f" The model is causal: token {query} sees keys 0–{query} only ({count_text(n_visible)} keys)." if qk.causal else ""
 c1, c2, c3 = st.columns(3)
 c1.metric("Scaling factor", f"{row.scaling:.4f}", help=f"1/√{qk.d_head} = {qk.d_head ** -0.5:.4f}")
 c2.metric("Largest weight", f"{row.weights.max():.3f}", help=f"on key {int(row.weights.argmax())}: "

@@ -12,10 +12,12 @@ from attnviz.ui.sidebar import require_result
 from attnviz.ui import contrib as lens_ui
 from attnviz.ui.cache import flow_row
 from attnviz.ui.figure import show_figure
+from attnviz.ui.jobs import Bar
 from attnviz.ui.heads import token_picker
-from attnviz.ui.share import bind
+from attnviz.ui.share import bind, hold
 from attnviz.ui.present import page_intro, presenting
 from attnviz.ui.page import stop as stop_page
+from attnviz.units import count_text
 
 page_intro("Attention rollout",
     "One layer's attention only says how tokens mix **in that layer**, but every layer also keeps its "
@@ -66,11 +68,14 @@ layer = st.slider("After layer", 0, n_layers - 1, key="ro_layer",
 left, right = st.columns(2)
 tokens = result.tokens
 with left:
-    show_figure(matrix_heatmap(fused[layer], tokens, tokens, title=f"Raw attention, layer {layer} ({fusion} of heads)",
+    raw = {"ALTI": "ALTI contributions", "value-weighted": "Value-weighted attention"}.get(result.quantity, "Raw attention")
+    show_figure(matrix_heatmap(fused[layer], tokens, tokens, title=f"{raw}, layer {layer} " + (
+                                   "(heads summed)" if result.quantity == "ALTI" else f"({fusion} of heads)"),
                                    zmin=0.0, colorscale="Blues"), key="ro_raw")
 with right:
     show_figure(matrix_heatmap(rolled[layer], tokens, tokens, title=f"Rollout through layers 0–{layer}",
-                                   zmin=0.0, colorscale="Oranges", colorbar="share"), key="ro_rolled")
+                                   zmin=0.0, colorscale="Oranges", colorbar="share",
+                                   xtitle="input token", ytitle="output token"), key="ro_rolled")
 st.caption("Left: what layer's heads do on their own. Right: the chained estimate; its rows sum to 1. "
            "Bright columns are tokens that end up feeding many positions.")
 
@@ -97,9 +102,9 @@ st.subheader("Attention flow")
     "rollout adds up every path's product of weights, flow asks how much can pass at once when each edge "
     "has a capacity, so a token reachable only through one weak edge gets little. Shares below are each "
     "flow divided by the sum over inputs (as the paper shows them). One max-flow problem per token pair "
-    f"makes it slow, so it runs on inputs of at most {MAX_FLOW_TOKENS} tokens.")
+    f"makes it slow, so it runs on inputs of at most {count_text(MAX_FLOW_TOKENS)} tokens.")
 if n > MAX_FLOW_TOKENS:
-    st.info(f"This input has {n} tokens; attention flow is offered up to {MAX_FLOW_TOKENS}. Shorten the text "
+    st.info(f"This input has {count_text(n)} tokens; attention flow is offered up to {MAX_FLOW_TOKENS}. Shorten the text "
             "in the sidebar (one sentence works) to see it; rollout above works at any length.")
     stop_page()
 mixes = mixing_matrices(fused, residual=residual, discard_ratio=discard, allowed=allowed)
@@ -112,14 +117,14 @@ show_figure(grouped_token_bars({"rollout share": share, "flow share": flow_share
 st.caption(f"Raw flow values for '{tokens[target_i]}' run from {flow.min():.3f} to {flow.max():.3f} (at most 1: "
            "each layer's rows sum to 1). With a residual weight w, every token keeps at least w of itself in "
            "every layer, so flow rarely drops near 0 and its shares are flatter than rollout's.")
+hold("ro_flow_all")
 if st.toggle("Flow for every output token", key="ro_flow_all",
              help=f"{n} x {n} max-flow problems on a {layer + 2}-layer graph; a few seconds."):
-    bar = st.progress(0.0, text="Attention flow for every output token…")
     rows = []
-    for t in range(n):
-        rows.append(flow_row(mixes, t, layer))
-        bar.progress((t + 1) / n, text=f"Attention flow: output token {t + 1} of {n}")
-    bar.empty()
+    with Bar("Attention flow for every output token…") as bar:
+        for t in range(n):
+            rows.append(flow_row(mixes, t, layer))
+            bar(t + 1, n, f"Attention flow: output token {t + 1} of {n}")
     all_shares = flow_shares(np.stack(rows))
     left, right = st.columns(2)
     with left:

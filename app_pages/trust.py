@@ -32,7 +32,7 @@ if report is None:
 ua.headline(report)
 
 st.subheader("What each method says")
-with figure_beside(ua.scores_figure(report), "tr_scores"):
+with figure_beside(ua.scores_figure(report), "trust_scores"):
     st.markdown(
         "One row per method, one column per input token; red = pushes the output up, blue = down, each row "
         "divided by its own largest |score| so that rankings compare (hover for the exact value).\n\n"
@@ -54,7 +54,7 @@ with figure_beside(ua.scores_figure(report), "tr_scores"):
         "methods use the **mean of all rows** instead of one row.")
 
 st.subheader("Do the methods agree?")
-with figure_beside(ua.spearman_figure(report), "tr_spearman"):
+with figure_beside(ua.spearman_figure(report), "trust_spearman"):
     st.markdown(
         "Spearman rank correlation between every pair of methods, over the tokens that can be removed "
         "(special tokens and, for a next-token output, later positions are left out). 1 = the same order, "
@@ -74,7 +74,7 @@ fig = ua.randomisation(report)
 if fig is None:
     st.info("The model-randomisation check was off for this run: switch it on above and press Run.")
 else:
-    with figure_beside(fig, "tr_random_bars"):
+    with figure_beside(fig, "trust_random_bars"):
         st.markdown(
             "Adebayo et al. (2018): an explanation of a trained model should change when the model's weights "
             "are scrambled. A copy of the model had every transformer block re-initialised (its own "

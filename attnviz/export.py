@@ -11,7 +11,7 @@ import shutil
 import numpy as np
 
 from attnviz.errors import AttnvizError
-from attnviz.plotting import NUMBERS_ATTR
+from attnviz.plotting import NUMBERS_ATTR, csv_number, csv_values
 
 CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome")
 
@@ -27,41 +27,74 @@ def _labels(axis: dict, n: int) -> list[str]:
     return out
 
 
+def _axis_title(layout: dict, name: str, default: str) -> str:
+    """The plain text of an axis title ("layer", "key (attended to)"), or `default` without one."""
+    title = (layout.get(name) or {}).get("title") or {}
+    text = title.get("text") if isinstance(title, dict) else title
+    return re.sub(r"<[^>]+>", " ", str(text)).strip() if text else default
+
+
+def _invisible(trace) -> bool:
+    """True for a trace whose markers are fully transparent (a layer that only catches clicks)."""
+    marker = getattr(trace, "marker", None)
+    if marker is None or getattr(trace, "mode", None) not in (None, "markers"):
+        return False
+    colour = marker.color if isinstance(marker.color, str) else ""
+    return marker.opacity == 0 or bool(re.fullmatch(r"rgba\(.*,\s*0(\.0*)?\)", colour.replace(" ", "")))
+
+
+def figure_title(fig) -> str:
+    """A figure's title as plain text: HTML tags out, a <br> note kept after " · " ("" without a title)."""
+    layout = fig.layout
+    text = layout.title.text if layout.title and layout.title.text else ""
+    text = re.sub(r"<br\s*/?>", " · ", str(text))
+    return " ".join(re.sub(r"<[^>]+>", "", text).split())
+
+
 def figure_csv(fig) -> str:
-    """The numbers behind a plotly figure as CSV.
+    """The numbers behind a plotly figure as CSV, at full precision (attnviz.plotting.csv_number).
 
     A figure built with its exact numbers attached (attnviz.plotting.attach_numbers: heatmaps of
-    attention, the grid of every head) exports those, with token labels. Otherwise heatmaps:
-    one block per trace, a header row of column labels, then one row per y label; scatter/bar
-    traces: columns trace, x, y. Images and invisible helper traces are skipped."""
+    attention, rollout, the grid of every head) exports those, with token labels. Otherwise heatmaps:
+    one block per trace, a header row naming the figure and its axes ("# title (rows: layer, columns:
+    head)") and the column labels, then one row per y label; scatter/bar traces: columns trace and
+    the two axis titles. Images and invisible helper traces are skipped."""
     numbers = getattr(fig, NUMBERS_ATTR, None)
     if numbers is not None:
         return numbers() if callable(numbers) else str(numbers)
     out = io.StringIO()
     w = csv.writer(out)
     layout = fig.layout.to_plotly_json() if hasattr(fig, "layout") else {}
+    title = figure_title(fig) if hasattr(fig, "layout") else ""
+    x_name, y_name = _axis_title(layout, "xaxis", "x"), _axis_title(layout, "yaxis", "y")
+    header = None
     for i, trace in enumerate(fig.data):
         kind = trace.type
         name = trace.name or f"trace {i}"
         if kind == "heatmap" and trace.z is not None:
-            z = np.asarray(trace.z, dtype=float)
+            z = csv_values(trace.z)
             if z.ndim == 1:
                 z = z[None, :]
             cols = _labels(layout.get("xaxis", {}), z.shape[1]) if trace.x is None or np.issubdtype(
                 np.asarray(trace.x).dtype, np.number) else [str(x) for x in trace.x]
             rows = _labels(layout.get("yaxis", {}), z.shape[0]) if trace.y is None or np.issubdtype(
                 np.asarray(trace.y).dtype, np.number) else [str(y) for y in trace.y]
-            w.writerow([f"# {name} (rows: y, columns: x)"] + cols)
+            w.writerow([f"# {trace.name or title or name} (rows: {y_name}, columns: {x_name})"] + cols)
             for label, row in zip(rows, z):
-                w.writerow([label] + [f"{v:.6g}" for v in row])
+                w.writerow([label] + [csv_number(v) for v in row])
+            header = None
         elif kind in ("scatter", "bar", "scattergl") and trace.y is not None and trace.x is not None:
             if trace.hoverinfo == "skip" and all(x is None for x in trace.x):
                 continue  # a colour-bar carrier with no data
-            w.writerow(["trace", "x", "y"])
+            if getattr(trace, "mode", None) == "text" or _invisible(trace):
+                continue  # labels drawn over cells, or the transparent markers that catch clicks
+            if header is None:
+                header = ["trace", x_name, y_name]
+                w.writerow(header)
             for x, y in zip(trace.x, trace.y):
                 if x is None or y is None:
                     continue
-                w.writerow([name, x, y])
+                w.writerow([name, csv_number(x), csv_number(y)])
     return out.getvalue()
 
 
@@ -116,7 +149,8 @@ def export_ready(fig):
             need[side] = max(need[side], extent + title + 8)
     if layout.title and layout.title.text:
         title_size = (layout.title.font.size if layout.title.font and layout.title.font.size else None) or base * 1.4
-        need["t"] += title_size * 1.6 + 10
+        lines = 1 + len(re.findall(r"<br\s*/?>", str(layout.title.text)))  # a note under the title adds lines
+        need["t"] += title_size * (1.6 + 1.3 * (lines - 1)) + 10
     margin = {k: int(max(getattr(layout.margin, k) or 0, need[k], 10)) for k in need}
     layout.margin.update(margin)
     if layout.height:
@@ -140,17 +174,34 @@ def chromium_path() -> str | None:
     return found
 
 
-def figure_image(fig, fmt: str = "svg", scale: float = 2.0) -> bytes:
-    """SVG or PNG bytes rendered server-side by kaleido driving the installed Chromium."""
+def titled_svg(svg: bytes, title: str) -> bytes:
+    """`svg` with a <title> element (what viewers, file managers and screen readers show) as the first
+    child of its root; an empty title leaves it as it is."""
+    import html
+
+    title = " ".join(str(title).split())
+    if not title:
+        return svg
+    text = svg.decode("utf-8")
+    m = re.search(r"<svg\b[^>]*>", text)
+    if m is None:
+        return svg
+    return (text[:m.end()] + f"<title>{html.escape(title, quote=False)}</title>" + text[m.end():]).encode("utf-8")
+
+
+def figure_image(fig, fmt: str = "svg", scale: float = 2.0, title: str = "") -> bytes:
+    """SVG or PNG bytes rendered server-side by kaleido driving the installed Chromium. An SVG carries
+    the figure's title (or `title` for a figure without one) as its <title>."""
     path = chromium_path()
     if path is None:
         raise AttnvizError("Server-side image export needs Chromium (Debian package 'chromium'; "
                            "`make test` installs it). The camera icon on each figure saves a PNG in the browser.")
     os.environ.setdefault("BROWSER_PATH", path)
     try:
-        return export_ready(fig).to_image(format=fmt, scale=scale if fmt == "png" else 1)
+        data = export_ready(fig).to_image(format=fmt, scale=scale if fmt == "png" else 1)
     except Exception as e:  # kaleido/Chromium failures become a plain message
         raise AttnvizError(f"The {fmt.upper()} export failed: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from e
+    return titled_svg(data, figure_title(fig) or title) if fmt == "svg" else data
 
 
 def figures_zip(named_figures, fmt: str = "png", scale: float = 2.0) -> bytes:
@@ -186,19 +237,28 @@ def figures_zip(named_figures, fmt: str = "png", scale: float = 2.0) -> bytes:
             raise AttnvizError(f"The batch export failed: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from e
         buf = io.BytesIO()
         with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
-            for p in paths:
-                z.write(p, os.path.basename(p))
+            for p, (stem, fig) in zip(paths, named):
+                if fmt == "svg":
+                    with open(p, "rb") as f:
+                        z.writestr(os.path.basename(p), titled_svg(f.read(), figure_title(fig) or stem))
+                else:
+                    z.write(p, os.path.basename(p))
             z.writestr("numbers.csv", "\n".join(f"## {stem}\n{figure_csv(fig)}" for stem, (_, fig) in zip(stems, named)))
     return buf.getvalue()
 
 
 def result_npz(result) -> bytes:
-    """The whole AttentionResult as .npz: arrays as arrays, everything else in a JSON header."""
+    """The whole AttentionResult as .npz: arrays as arrays (the tokens too, as a string array), everything
+    else in a JSON header."""
     arrays = {
         "attention": result.attention, "special_mask": result.special_mask,
         "continuation": result.continuation, "segment_ids": result.segment_ids,
         "token_ids": np.asarray(result.token_ids, dtype=np.int64),
+        # the tokens as a plain string array (np.load(...)["tokens"]), beside the JSON header's copy
+        "tokens": np.array(list(result.tokens), dtype=np.str_),
     }
+    if result.decoder_tokens:
+        arrays["decoder_tokens"] = np.array(list(result.decoder_tokens), dtype=np.str_)
     for name in ("decoder_attention", "cross_attention", "decoder_special_mask"):
         value = getattr(result, name)
         if value is not None:

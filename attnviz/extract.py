@@ -6,7 +6,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attnviz import capture
 from attnviz.errors import AttentionUnavailable, BadInput
 from attnviz.types import AttentionResult, Truncation
 
@@ -174,15 +173,20 @@ def extract(loaded, text: str, text_pair: str | None = None, *, max_tokens: int 
     """
     import torch
 
+    from attnviz.models.adapter import can_write_pattern_in_place, run
+
     e = encode(loaded, text, text_pair, max_tokens=max_tokens, decoder_text=decoder_text)
     facts, ids, inputs = loaded.facts, e.ids, e.inputs
     captured = None
-    with loaded.lock, torch.inference_mode():
-        if facts.kind != "encoder-decoder" and capture.supported(loaded.model):
-            with capture.capture(loaded.model, facts.n_layers, facts.n_heads, len(ids)) as captured:
-                out = loaded.model(**inputs, output_attentions=True, return_dict=True)
-        else:
-            out = loaded.model(**inputs, output_attentions=True, return_dict=True)
+    if can_write_pattern_in_place(loaded):
+        # each layer's softmax is written straight into one (layer, 1, head, query, key) array: no stacking copy.
+        # torch's allocator, not np.empty: its large blocks are first written 3-8x faster here (0.08 s against
+        # 0.2-0.7 s to fill SmolLM2's 283 MB at 512 tokens); the numpy view keeps it alive
+        buffer = torch.empty((facts.n_layers, 1, facts.n_heads, len(ids), len(ids)), dtype=torch.float32)
+        captured = buffer.numpy()[:, 0]  # (layer, head, query, key)
+        out, _ = run(loaded, inputs, pattern_into=buffer, output_attentions=True)
+    else:
+        out, _ = run(loaded, inputs, output_attentions=True)
 
     extra = {}
     if captured is not None and _filled_by(captured, out.attentions):

@@ -59,17 +59,36 @@ def _uses_coloraxis(fig: go.Figure) -> bool:
                for t in fig.data)
 
 
-def matrix_csv(values, row_labels, col_labels, title: str = "") -> str:
-    """CSV of a labelled matrix: a header row of column labels, then one row per row label."""
+def csv_number(v) -> str:
+    """A number as CSV text at full precision: the shortest text that reads back to the same value in
+    its own type (a float32 weight 0.1 is "0.1", never "0.10000000149011612" nor a rounded "0.1000")."""
+    if isinstance(v, (np.floating, np.integer, np.bool_)):
+        return str(v)  # numpy writes the shortest round-trip text of the scalar's own dtype
+    if isinstance(v, float):
+        return repr(v)
+    return str(v)
+
+
+def csv_values(values) -> np.ndarray:
+    """`values` as an array for csv_number: floating arrays keep their dtype (float32 stays float32),
+    anything else becomes float64."""
+    a = np.asarray(values)
+    return a if a.dtype.kind == "f" else a.astype(np.float64)
+
+
+def matrix_csv(values, row_labels, col_labels, title: str = "", *, rows: str = "query",
+               columns: str = "key") -> str:
+    """CSV of a labelled matrix at full precision: a header row naming the figure and both axes
+    ("# title (rows: query, columns: key)") and the column labels, then one row per row label."""
     import csv
     import io
 
     out = io.StringIO()
     w = csv.writer(out)
-    w.writerow([f"# {title} (rows: query, columns: key)" if title else "# rows: query, columns: key"]
-               + list(col_labels))
-    for label, row in zip(row_labels, np.asarray(values, dtype=np.float64)):
-        w.writerow([label] + [f"{v:.6g}" for v in row])
+    axes = f"rows: {rows}, columns: {columns}"
+    w.writerow([f"# {title} ({axes})" if title else f"# {axes}"] + list(col_labels))
+    for label, row in zip(row_labels, csv_values(values)):
+        w.writerow([label] + [csv_number(v) for v in row])
     return out.getvalue()
 
 
@@ -122,6 +141,47 @@ def log_colorscale(colorscale, floor: float, top: float, n_stops: int = 33) -> l
     stops = [[0.0, colours[0]]] + [[float(w / top), c] for w, c in zip(weights, colours)]
     stops[-1][0] = 1.0
     return stops
+
+
+def relative_luminance(rgb) -> float:
+    """WCAG 2 relative luminance of an (r, g, b) colour with channels 0-255: 0 = black, 1 = white."""
+    c = np.asarray(rgb, dtype=np.float64)[:3] / 255.0
+    lin = np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
+    return float(lin @ np.array([0.2126, 0.7152, 0.0722]))
+
+
+def contrast_ratio(a, b) -> float:
+    """WCAG 2 contrast ratio of two (r, g, b) colours, from 1 (the same) to 21 (black on white); body text
+    needs at least 4.5."""
+    la, lb = sorted((relative_luminance(a), relative_luminance(b)), reverse=True)
+    return (la + 0.05) / (lb + 0.05)
+
+
+def readable_ink(background) -> str:
+    """Black or white, whichever contrasts more with `background` (r, g, b): at least 4.58:1 on any colour."""
+    return "#000000" if contrast_ratio(background, (0, 0, 0)) >= contrast_ratio(background, (255, 255, 255)) \
+        else "#ffffff"
+
+
+def cell_colours(values: np.ndarray, colorscale, zmin=None, zmax=None, zmid=None) -> np.ndarray:
+    """float (..., 3) rgb 0-255 colour plotly gives each value of a heatmap with this colour scale and
+    range (zmin/zmax from the finite values when None, centred on zmid when given); NaN where a value is
+    not finite (no cell drawn)."""
+    v = np.asarray(values, dtype=np.float64)
+    finite = np.isfinite(v)
+    lo = zmin if zmin is not None else (float(v[finite].min()) if finite.any() else 0.0)
+    hi = zmax if zmax is not None else (float(v[finite].max()) if finite.any() else 1.0)
+    if zmid is not None and zmin is None and zmax is None:
+        half = max(abs(hi - zmid), abs(lo - zmid))
+        lo, hi = zmid - half, zmid + half
+    if hi <= lo:  # plotly widens a flat range by 0.5 each way: every cell takes the middle colour
+        lo, hi = lo - 0.5, hi + 0.5
+    t = np.clip((np.where(finite, v, lo) - lo) / (hi - lo), 0.0, 1.0)
+    scale = colorscale if isinstance(colorscale, (list, tuple)) else get_colorscale(colorscale)
+    rgb = np.array([unlabel_rgb(c) for c in sample_colorscale(scale, t.ravel().tolist(), colortype="rgb")],
+                   dtype=np.float64).reshape(v.shape + (3,))
+    rgb[~finite] = np.nan
+    return rgb
 
 
 def colour_lut(colorscale: str = "Viridis", n: int = 256) -> np.ndarray:

@@ -1,5 +1,5 @@
-"""Process-wide runtime settings: torch threads set once, free memory, reading a transformers
-config's sizes under their many names, and a memory check before loading a model."""
+"""Process-wide runtime settings: torch threads set once, the user's cache folder, free memory, reading a
+transformers config's sizes under their many names, and a memory check before loading a model."""
 from __future__ import annotations
 
 import os
@@ -41,6 +41,16 @@ def configure_threads() -> int:
             _threads_set = cpu_threads()
             torch.set_num_threads(_threads_set)
         return _threads_set
+
+
+def cache_dir() -> Path:
+    """attnviz's folder in the user's cache: $ATTNVIZ_CACHE_DIR, else $XDG_CACHE_HOME/attnviz, else
+    ~/.cache/attnviz (created by whoever writes into it)."""
+    own = os.environ.get("ATTNVIZ_CACHE_DIR", "").strip()
+    if own:
+        return Path(own).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
+    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "attnviz"
 
 
 def available_bytes() -> int | None:

@@ -1,4 +1,4 @@
-"""Units, written once: bytes per dtype and the formatters for bytes, FLOPs, counts and ratios.
+"""Units, written once: bytes per dtype and the formatters for bytes, FLOPs, counts, ratios and durations.
 
 One convention for the whole app:
 - bytes are memory, and memory comes in powers of two: binary prefixes, 1 KiB = 1024 bytes,
@@ -80,9 +80,44 @@ def human_count(x: float) -> str:
     return f"{x:,.0f}"
 
 
+# Plurals that are not the noun + "s".
+_PLURALS = {"query": "queries"}
+
+
+def count_text(n: int, noun: str | None = None) -> str:
+    """An exact count with thousands separators, and its noun when given: 4096 -> '4,096',
+    (4096, "token") -> '4,096 tokens', (1, "token") -> '1 token'. The one way to write a count of
+    tokens, positions, words or sentences."""
+    text = f"{int(n):,}"
+    if noun is None:
+        return text
+    return f"{text} {noun if int(n) == 1 else _PLURALS.get(noun, noun + 's')}"
+
+
 def human_ratio(x: float) -> str:
     """'33×', '0.25×', '1,300×': a ratio with 2-3 significant digits, never in e-notation above 0.01."""
     x = float(x)
     if x >= 100:
         return f"{x:,.0f}×"
     return f"{x:.2g}×" if x >= 0.01 else f"{x:.1e}×"
+
+
+def human_seconds(x: float) -> str:
+    """A duration as people say it: 0.4 -> 'under 1 s', 32.6 -> '33 s', 130 -> '2 min 10 s', 458 -> '7 min 38 s',
+    1,250 -> '21 min', 7,500 -> '2 h 5 min'."""
+    x = float(x)
+    if x < 0 or not math.isfinite(x):
+        raise BadInput(f"Cannot express {x} in seconds.")
+    if x < 0.5:
+        return "under 1 s"
+    s = round(x)
+    if s < 60:
+        return f"{s} s"
+    if s < 600:
+        m, r = divmod(s, 60)
+        return f"{m} min {r} s" if r else f"{m} min"
+    m = round(x / 60)
+    if m < 60:
+        return f"{m} min"
+    h, r = divmod(m, 60)
+    return f"{h} h {r} min" if r else f"{h} h"

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.skips import pytest_make_collect_report, pytest_runtest_makereport  # noqa: F401  unlisted skips fail
 from tools.classroom.servers import Streamlit, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -22,6 +23,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # corpus runs of the Head atlas page go under test-artifacts, never the developer's cache (servers inherit it)
 os.environ.setdefault("ATTNVIZ_ATLAS_DIR", str(ARTIFACTS / "atlas"))
+# working copies of lecture decks likewise (the Deck page writes one on every change)
+os.environ.setdefault("ATTNVIZ_DECK_DIR", str(ARTIFACTS / "decks"))
+# so do the timings record and the converted copy of SmolLM2's GGUF file (converted once, read by the later servers)
+os.environ.setdefault("ATTNVIZ_CACHE_DIR", str(ARTIFACTS / "cache"))
 
 
 @pytest.fixture(scope="session")
@@ -83,7 +88,8 @@ def page(browser, request):
 
 
 _BUSY_JS = """() => {
-  const running = document.querySelector('[data-testid="stStatusWidget"]') !== null;
+  const state = document.querySelector('[data-testid="stApp"]')?.getAttribute('data-test-script-state');
+  const running = state === 'running' || document.querySelector('[data-testid="stStatusWidget"]') !== null;
   const skeletons = document.querySelectorAll('[data-testid="stSkeleton"], [data-testid="stAppSkeleton"], [data-testid="stSpinner"]').length;
   const elements = document.querySelectorAll('[data-testid="stMainBlockContainer"] [data-testid="stElementContainer"]').length;
   const charts = [...document.querySelectorAll('[data-testid="stPlotlyChart"]')];
@@ -93,8 +99,9 @@ _BUSY_JS = """() => {
 
 
 def wait_for_app(page, timeout: float = 90.0, settle: float = 1.0):
-    """Wait until the Streamlit script has finished and the page has drawn: no running
-    status, no skeletons, every plotly chart rendered, stable for `settle` seconds."""
+    """Wait until the Streamlit script has finished and the page has drawn: the app's script state
+    not "running" (Streamlit 1.67 shows no status widget while a script runs), no running status,
+    no skeletons, every plotly chart rendered, stable for `settle` seconds."""
     page.wait_for_selector('[data-testid="stApp"]', state="attached", timeout=timeout * 1000)
     deadline = time.time() + timeout
     idle_since = None

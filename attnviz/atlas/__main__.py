@@ -13,6 +13,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from attnviz.units import count_text
+
 
 def load_corpus(spec: str, column: str | None = None, parse: bool = False, n_generated: int = 200):
     """A Corpus from the --corpus argument (see the module docstring)."""
@@ -62,7 +64,7 @@ def main(argv=None) -> int:
     from attnviz.atlas.run import run_corpus
 
     def progress(done, total, message):
-        print(f"\r{done}/{total} sentences · {message}        ", end="", file=sys.stderr, flush=True)
+        print(f"\r{done}/{count_text(total)} sentences · {message}        ", end="", file=sys.stderr, flush=True)
 
     try:
         corpus = load_corpus(args.corpus, args.column, args.parse)
@@ -75,7 +77,7 @@ def main(argv=None) -> int:
         print(f"\n{e}", file=sys.stderr)
         return 2
     print(file=sys.stderr)
-    print(f"{summary.n_done} of {summary.n_sentences} sentences stored in {summary.folder} "
+    print(f"{summary.n_done} of {count_text(summary.n_sentences)} sentences stored in {summary.folder} "
           f"({summary.n_resumed} from an earlier run, {summary.n_truncated} cut at the model's limit) "
           f"in {summary.seconds:.1f} s")
     return 0

@@ -7,13 +7,14 @@ import plotly.graph_objects as go
 
 from attnviz.metrics.figures import ROLE_COLOURS, head_grid
 from attnviz.metrics.roles import ROLE_KEYS, ROLES
+from attnviz.units import count_text
 
 
 def stat_map(m: dict, label: str, n_sentences: int) -> go.Figure:
     """layers x heads mean of a statistic; hover: mean, 95% interval, sentences."""
-    extra = np.array([f"95% interval {lo:.3f} – {hi:.3f}<br>over {n} sentences"
+    extra = np.array([f"95% interval {lo:.3f} – {hi:.3f}<br>over {count_text(n)} sentences"
                       for lo, hi, n in zip(m["lo"].ravel(), m["hi"].ravel(), m["n"].ravel())]).reshape(m["mean"].shape)
-    return head_grid(m["mean"], title=f"{label}: mean over {n_sentences} sentences", colorbar="mean",
+    return head_grid(m["mean"], title=f"{label}: mean over {count_text(n_sentences)} sentences", colorbar="mean",
                      hover_extra=extra)
 
 

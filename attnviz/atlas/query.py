@@ -54,7 +54,9 @@ class Pattern:
 
 
 class Atlas:
-    """A read-only view of one store folder (DuckDB in memory, views over the Parquet files)."""
+    """A read-only view of one store folder (DuckDB in memory, views over the Parquet files). Close it with
+    close() or a `with` block; one still open when it is dropped, or when the interpreter exits (a view
+    held by a cache), is closed then."""
 
     def __init__(self, folder):
         import duckdb
@@ -69,9 +71,18 @@ class Atlas:
         self.done = store.finished(self.folder)
         if not self.done:
             raise BadInput(f"The store in {self.folder} holds no finished chunk yet.")
-        self.con = duckdb.connect()
-        weakref.finalize(self, self.con.close)  # also at interpreter exit (cached views outlive their sessions)
+        # The connection lives in a list the finalizer empties: closing also lets go of the connection
+        # object, so none is left for the interpreter's shutdown to find (DuckDB then reports it leaked).
+        self._held = [duckdb.connect()]
+        self._closer = weakref.finalize(self, _release, self._held)  # runs at exit too (cached views)
         self._lock = threading.Lock()  # one DuckDB connection, shared by the app's sessions: one query at a time
+        try:
+            self._open_views()
+        except BaseException:
+            self.close()
+            raise
+
+    def _open_views(self) -> None:
         self._x("SET threads TO 2")
         self.tables = set()
         for name in store.TABLES:
@@ -84,10 +95,27 @@ class Atlas:
             "SELECT max(layer), max(head) FROM stats").fetchone())
         self.n_sentences = self._x("SELECT count(*) FROM sentences").fetchone()[0]
 
+    @property
+    def closed(self) -> bool:
+        return not self._held
+
+    def close(self) -> None:
+        """Close the DuckDB connection (again: nothing happens)."""
+        with self._lock:
+            self._closer()
+
+    def __enter__(self) -> "Atlas":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
     def _x(self, sql: str, params=None):
         """Run one query; returns a list of rows."""
         with self._lock:
-            return _Rows(self.con.execute(sql, params or []).fetchall())
+            if not self._held:
+                raise BadInput(f"The view of the store in {self.folder} was closed: open the store again.")
+            return _Rows(self._held[0].execute(sql, params or []).fetchall())
 
     # ------------------------------------------------------------------ statistics
     def stat_map(self, stat: str) -> dict[str, np.ndarray]:
@@ -298,6 +326,12 @@ class Atlas:
         """(head, 2) coordinates of every head by classical multidimensional scaling of the Jensen-Shannon
         distance (the square root of the divergence, a metric), as Clark et al.'s Figure 6."""
         return classical_mds(np.sqrt(self.js_divergence()))
+
+
+def _release(held: list) -> None:
+    """Close the connections in `held` and drop them (the finalizer of an Atlas)."""
+    while held:
+        held.pop().close()
 
 
 class _Rows(list):

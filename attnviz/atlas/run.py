@@ -15,6 +15,7 @@ from attnviz.atlas.corpus import Corpus
 from attnviz.atlas.workers import process_chunk, run_embedded
 from attnviz.atlas import store
 from attnviz.errors import AttnvizError, BadInput
+from attnviz.units import count_text
 
 CHUNK_SIZE = 64
 ENGINES = ("inline", "embedded", "ray")
@@ -62,7 +63,7 @@ def run_corpus(model_key: str, corpus: Corpus, folder, *, loaded=None, engine: s
     n_resumed = sum(len(items) for c, items in chunks if c in done)
     start, n_done, n_trunc, stop = time.perf_counter(), n_resumed, 0, False
     report = progress or (lambda *a: None)
-    report(n_done, len(corpus), f"{n_resumed} sentences already stored" if n_resumed else "starting")
+    report(n_done, len(corpus), f"{count_text(n_resumed)} sentences already stored" if n_resumed else "starting")
     if engine == "inline":
         if loaded is None:
             raise AttnvizError("The inline engine needs the loaded model.")

@@ -57,6 +57,7 @@ import numpy as np
 
 from attnviz.errors import BadInput
 from attnviz.extract import clean_text
+from attnviz.units import count_text
 
 # Largest CoNLL-U file read (bytes).
 MAX_BYTES = 200 * 1024 * 1024
@@ -109,7 +110,7 @@ def _check_lines(text: str) -> None:
         n = len(words)
         for line_no, head in words:
             if head > n:
-                raise BadInput(f"Line {line_no}: HEAD {head} points past the sentence's {n} words.")
+                raise BadInput(f"Line {line_no}: HEAD {head} points past the sentence's {count_text(n)} words.")
         heads = [h for _, h in words]
         rooted = [False] * n  # words known to reach a root (HEAD 0)
         for start in range(n):  # every word must reach a root without a cycle
@@ -347,7 +348,7 @@ def piece_words(tokenizer, text: str, parsed: Parsed, n_pieces: int, text_pair: 
         enc = tokenizer(text, pair, truncation="longest_first" if pair else True, max_length=n_pieces, **kwargs)
     n = len(enc["input_ids"])
     if n != n_pieces:
-        raise BadInput(f"The tokenizer gives {n} positions for this text but the attention has {n_pieces}: "
+        raise BadInput(f"The tokenizer gives {count_text(n)} positions for this text but the attention has {n_pieces}: "
                        "they come from different tokenizers or texts.")
     special = np.asarray(enc["special_tokens_mask"], dtype=bool)
     try:

@@ -2,9 +2,11 @@
 comprehensiveness and sufficiency (DeYoung et al. 2020), rank agreement between methods (Spearman), and
 the model-randomisation check (Adebayo et al. 2018).
 
-Removing a token = replacing its word embedding with the baseline (zero) embedding; the position and
-type embeddings stay, so the sequence keeps its length. Special tokens are never removed, and for a
-next-token target only positions up to the target's can be (later ones cannot affect it).
+Removing a token = replacing its word embedding with the scorer's baseline (the one integrated gradients
+start from: zero embeddings for an encoder, a neutral token's embedding for a causal model, see
+targets.neutral_baseline); the position and type embeddings stay, so the sequence keeps its length. Special
+tokens are never removed, and for a next-token target neither the first token nor positions after the
+target's (they cannot affect it).
 Tokens are ranked by their SIGNED score, largest first: the top-k are the tokens a method says push
 the output up most.
 """
@@ -47,7 +49,8 @@ def check_removable(candidates: np.ndarray) -> int:
     m = int(np.sum(candidates))
     if m < 2:
         raise BadInput(f"The text is too short for deletion curves: they need at least 2 tokens that can be removed "
-                       f"(special tokens never are, nor tokens after a next-token target), and this input has {m}. "
+                       f"(special tokens never are; for a next-token output neither are the first token and the "
+                       f"tokens after the position read), and this input has {m}. "
                        "Type a longer sentence.")
     return m
 
@@ -74,7 +77,7 @@ class Evaluator:
         self.cache: dict[bytes, float] = {}
 
     def values(self, keeps: list[np.ndarray]) -> np.ndarray:
-        """f(x with the positions where keep is False set to zero embeddings) for each bool (n,) keep."""
+        """f(x with the positions where keep is False set to the baseline) for each bool (n,) keep."""
         import torch
 
         todo = [k for k in dict.fromkeys(np.asarray(k, dtype=bool).tobytes() for k in keeps) if k not in self.cache]
@@ -85,7 +88,7 @@ class Evaluator:
                 raise Cancelled()
             chunk = todo[i:i + step]
             keep = torch.tensor(np.stack([np.frombuffer(k, dtype=bool) for k in chunk]))  # (b, n)
-            x = s.embeds * keep[:, :, None].to(s.embeds.dtype)  # (b, n, d)
+            x = torch.where(keep[:, :, None], s.embeds, s.baseline_embeds)  # (b, n, d)
             with s.lock, torch.inference_mode():
                 out = s(x).double().numpy()
             self.cache.update(zip(chunk, out))

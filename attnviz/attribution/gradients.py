@@ -8,7 +8,8 @@ from typing import Callable
 
 import numpy as np
 
-from attnviz.errors import AttnvizError, BadInput
+from attnviz import progress
+from attnviz.errors import BadInput
 
 MIN_STEPS, MAX_STEPS = 1, 512
 DEFAULT_STEPS = 32
@@ -17,9 +18,7 @@ DEFAULT_STEPS = 32
 BATCH_BYTES = 1 << 30
 
 
-class Cancelled(AttnvizError):
-    def __init__(self):
-        super().__init__("Cancelled: the run stopped before it finished; press Run to start again.")
+Cancelled = progress.Cancelled  # the one cancellation error (attnviz.progress)
 
 
 @dataclass(frozen=True)
@@ -27,7 +26,7 @@ class Attribution:
     """One gradient method's attribution of the target to every input token.
 
     per_token: float64 (n,) SIGNED sum of the attribution over the embedding dimension: positive =
-    the token's embedding pushes the output up (relative to the zero-embedding baseline).
+    the token's embedding pushes the output up (for integrated gradients: relative to the baseline).
     norm: float64 (n,) L2 norm of the attribution over the embedding dimension (unsigned).
     """
 
@@ -35,9 +34,10 @@ class Attribution:
     per_token: np.ndarray
     norm: np.ndarray
     f_input: float  # f(x)
-    f_baseline: float | None = None  # f(zero embeddings); integrated gradients only
+    f_baseline: float | None = None  # f(baseline); integrated gradients only
     delta: float | None = None  # captum's convergence delta: sum of attributions - (f(x) - f(baseline))
     steps: int | None = None
+    baseline: str | None = None  # what the path starts from, in words (targets.Scorer.baseline_label)
 
     @property
     def completeness_error(self) -> float | None:
@@ -48,39 +48,11 @@ class Attribution:
         return abs(self.delta) / gap if gap > 0 else (0.0 if self.delta == 0 else math.inf)
 
 
-# Integration points: Gauss-Legendre nodes s on [0, 1], moved towards the baseline as alpha = s**WARP (weights
-# times d alpha / d s). The integral is the same; the points are not. Models that normalise with RMSNorm
-# (Llama, SmolLM2) barely depend on the scale of their embeddings, so along the straight path from zero
-# embeddings almost all of f(x) - f(0) changes within alpha < 0.001: evenly spread points miss it (18% off
-# at 32 steps on a small Llama), warped points add up within 0.1%.
-WARP = 3
-
-
-def _warped_ig():
-    from captum.attr import IntegratedGradients
-    from captum.attr._utils.approximation_methods import approximation_parameters
-
-    class WarpedIntegratedGradients(IntegratedGradients):
-        """captum's IntegratedGradients on points alpha = s**WARP (s: the method's nodes on [0, 1])."""
-
-        def _attribute(self, inputs, baselines, target=None, additional_forward_args=None, n_steps=50,
-                       method="gausslegendre", step_sizes_and_alphas=None):
-            if step_sizes_and_alphas is None:
-                sizes_of, alphas_of = approximation_parameters(method)
-                sizes, nodes = sizes_of(n_steps), alphas_of(n_steps)
-            else:  # one internal batch's share of the nodes
-                sizes, nodes = step_sizes_and_alphas
-            warped = ([w * WARP * s ** (WARP - 1) for w, s in zip(sizes, nodes)], [s ** WARP for s in nodes])
-            return super()._attribute(inputs, baselines, target, additional_forward_args, n_steps, method, warped)
-
-    return WarpedIntegratedGradients
-
-
 def check_steps(steps) -> int:
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or not MIN_STEPS <= steps <= MAX_STEPS:
         raise BadInput(f"Integrated gradients needs from {MIN_STEPS} to {MAX_STEPS} steps (it was {steps}). "
                        "Each step is one forward and backward pass, so the cost grows linearly with the steps; "
-                       f"{DEFAULT_STEPS} is usually enough for the attributions to add up within 1%.")
+                       "the page shows how far the attributions are from adding up, which more steps reduce.")
     return int(steps)
 
 
@@ -114,13 +86,15 @@ def input_x_gradient(scorer) -> Attribution:
 
 def integrated_gradients(scorer, steps: int = DEFAULT_STEPS, *, internal_batch_size: int | None = None,
                          report: Callable[[int, int], None] | None = None, cancel=None) -> Attribution:
-    """Integrated gradients (captum.attr.IntegratedGradients, Gauss-Legendre points warped towards the
-    baseline, see WARP) from the zero-embedding baseline to the input's word embeddings. The attributions
-    add up to f(x) - f(0) up to `delta`.
+    """Integrated gradients exactly as captum.attr.IntegratedGradients computes them (its Gauss-Legendre
+    points on the straight path) from the scorer's baseline (targets.Scorer.baseline) to the input's word
+    embeddings. The attributions add up to f(x) - f(baseline) up to `delta`, which depends on the model
+    and the steps: read it (Attribution.completeness_error) rather than assume it is small.
 
     report(done, total) is called after each batch of interpolation points; a set `cancel` Event stops
     the run between batches (raises Cancelled)."""
     import torch
+    from captum.attr import IntegratedGradients
 
     steps = check_steps(steps)
     ibs = internal_batch_size or batch_size(scorer, steps)
@@ -137,10 +111,11 @@ def integrated_gradients(scorer, steps: int = DEFAULT_STEPS, *, internal_batch_s
         return out
 
     x = scorer.embeds.clone()
-    baseline = torch.zeros_like(x)
+    baseline = scorer.baseline_embeds.clone()
     with scorer.lock, torch.inference_mode(False), torch.enable_grad():
-        attr, delta = _warped_ig()(forward).attribute(
-            x, baselines=baseline, n_steps=steps, internal_batch_size=ibs, return_convergence_delta=True)
+        attr, delta = IntegratedGradients(forward).attribute(
+            x, baselines=baseline, n_steps=steps, method="gausslegendre", internal_batch_size=ibs,
+            return_convergence_delta=True)
     per, norm = _per_token(attr)
     return Attribution("integrated gradients", per, norm, scorer.value(), scorer.value(baseline),
-                       float(delta.reshape(-1)[0]), steps)
+                       float(delta.reshape(-1)[0]), steps, scorer.baseline_label)

@@ -15,6 +15,7 @@ from attnviz.attribution.gradients import DEFAULT_STEPS, Attribution, input_x_gr
 from attnviz.errors import AttnvizError
 from attnviz.extract import Encoded
 from attnviz.types import AttentionResult
+from attnviz.units import count_text
 
 ROLLOUT_RESIDUAL = 0.5  # the Rollout page's default
 
@@ -110,7 +111,7 @@ def flow_scores(ctx: Context) -> np.ndarray:
 
     if ctx.n > MAX_FLOW_TOKENS:
         raise Skipped(f"attention flow solves a max-flow problem per token pair, so it runs on inputs of at most "
-                      f"{MAX_FLOW_TOKENS} tokens; this one has {ctx.n}")
+                      f"{count_text(MAX_FLOW_TOKENS)} tokens; this one has {ctx.n}")
     mixes = mixing_matrices(fuse_heads(ctx.attention), residual=ROLLOUT_RESIDUAL)
     rows = list(range(ctx.n)) if ctx.target.pooled else [ctx.target.position]
     return flow_shares(attention_flow(mixes, rows)).mean(axis=0)

@@ -11,6 +11,7 @@ import numpy as np
 
 from attnviz.errors import BadInput
 from attnviz.extract import Encoded, encode
+from attnviz.units import count_text
 
 # Target kinds: key -> (label for the picker, which model kinds have it).
 NEXT_TOKEN = "next-token"
@@ -25,6 +26,11 @@ KIND_LABELS = {
 }
 # kinds that read one chosen position
 POSITIONAL = frozenset({NEXT_TOKEN, MASKED_TOKEN, SIMILARITY_MASKED})
+ZERO_BASELINE = "all-zero word embeddings"
+# Tokenizer roles tried, in order, for a causal model's neutral baseline token (Captum's BERT tutorial builds
+# its reference input from the padding token); the first one the tokenizer has is used.
+NEUTRAL_ROLES = (("pad_token_id", "padding token"), ("eos_token_id", "end-of-text token"),
+                 ("unk_token_id", "unknown-word token"))
 NO_MLM_HEAD = ("This model has no masked-LM head (its config names no ...ForMaskedLM architecture: the packaged "
                "MiniLM is a sentence encoder without one), so the masked-token target is not available. "
                "Use a similarity target, or a model such as bert-base-uncased.")
@@ -65,6 +71,10 @@ class Scorer:
     fn: Callable  # (inputs_embeds (batch, n, d), extra expanded to batch) -> (batch,)
     ids: tuple = ()  # the token ids scored (the [MASK] in place for the masked-token target)
     lock: Any = field(default_factory=threading.RLock, repr=False)
+    # torch float32 (1, n, d): what a removed token becomes and where integrated gradients start;
+    # None = zero embeddings (see neutral_baseline)
+    baseline: Any = None
+    baseline_label: str = ZERO_BASELINE  # the baseline in words, for the page
 
     def kwargs(self, batch: int) -> dict:
         return {k: v.expand(batch, -1) for k, v in self.extra.items()}
@@ -75,6 +85,13 @@ class Scorer:
     @property
     def n(self) -> int:
         return int(self.embeds.shape[1])
+
+    @property
+    def baseline_embeds(self):
+        """torch float32 (1, n, d): the baseline (zeros when none was set)."""
+        import torch
+
+        return torch.zeros_like(self.embeds) if self.baseline is None else self.baseline
 
     def value(self, inputs_embeds=None) -> float:
         """f at the input (or at the given (1, n, d) embeddings), without gradients."""
@@ -193,6 +210,7 @@ def _candidates(enc: Encoded, target_kind: str, position: int | None) -> np.ndar
     cand = ~np.asarray(enc.special, dtype=bool)
     if target_kind == NEXT_TOKEN:
         cand[position + 1:] = False  # later tokens cannot affect a causal prediction
+        cand[0] = False  # the first position keeps its token in the baseline (neutral_baseline)
     if target_kind == MASKED_TOKEN:
         cand[position] = False  # the [MASK] slot itself is the question, not evidence
     return cand
@@ -261,6 +279,45 @@ def make_target(loaded, enc: Encoded, kind: str, position: int | None = None, to
     return Target(kind, position, int(token_id), label)
 
 
+def neutral_token(tokenizer) -> tuple[int, str] | None:
+    """(id, role) of the tokenizer's first token among NEUTRAL_ROLES, or None."""
+    for attr, role in NEUTRAL_ROLES:
+        tid = getattr(tokenizer, attr, None)
+        if isinstance(tid, (int, np.integer)) and not isinstance(tid, bool) and tid >= 0:
+            return int(tid), role
+    return None
+
+
+def neutral_baseline(run, tokenizer, enc: Encoded, embeds):
+    """A causal model's baseline: (embeddings (1, n, d), label). Every position holds the word embedding of
+    a neutral token (padding, else end-of-text, else unknown-word; zeros if the tokenizer has none) except
+    the special tokens and the first position, which keep their own.
+
+    Why not zero embeddings: a model whose blocks start with an RMSNorm (Llama, SmolLM2) maps any non-zero
+    input, however small, to full size, so the straight path from zero jumps at its start (SmolLM2 on "The
+    capital of France is": f(0) = 0 but f(1e-8 x) = 7.9 for a logit of 17.4). Why the first position stays:
+    a causal model parks attention on its first token (the attention sink, with activations near 800 on
+    SmolLM2); a path that replaces it moves the sink, and the logit jumps by up to 23 along it."""
+    import torch
+
+    keep = np.asarray(enc.special, dtype=bool).copy()
+    keep[0] = True
+    found = neutral_token(tokenizer)
+    if found is None:
+        base = torch.zeros_like(embeds)
+        what = "zero word embeddings (this tokenizer has no padding, end-of-text or unknown-word token)"
+    else:
+        tid, role = found
+        with torch.no_grad():
+            row = run.get_input_embeddings()(torch.tensor([tid])).detach().float()  # (1, d)
+        base = row[None].expand_as(embeds).clone()  # (1, n, d)
+        what = f"the embedding of '{_piece(tokenizer, tid)}' (the {role}, id {tid})"
+    sel = torch.from_numpy(keep)
+    base[0, sel] = embeds[0, sel]
+    kept = "the first token" + (" and the special tokens" if keep[1:].any() else "")
+    return base, f"{what} at every position except {kept}, which keep their own"
+
+
 def make_scorer(loaded, enc: Encoded, target: Target, model=None, lock=None) -> Scorer:
     """The score function of `target` on `enc`, run with `model` (default: the loaded model, or for
     the masked-token target a masked-LM model that must be given). Never changes the model."""
@@ -293,9 +350,12 @@ def make_scorer(loaded, enc: Encoded, target: Target, model=None, lock=None) -> 
             logits = run(inputs_embeds=x, **kw, return_dict=True).logits  # (b, n, vocab)
             return logits[:, pos, tid].float()
 
+    baseline, label = None, ZERO_BASELINE
+    if target.causal:
+        baseline, label = neutral_baseline(run, tok, enc, embeds)
     return Scorer(target=target, model=run, embeds=embeds, extra=extra,
                   candidates=_candidates(enc, target.kind, pos), fn=fn, ids=tuple(int(i) for i in enc.ids),
-                  lock=lock or loaded.lock)
+                  lock=lock or loaded.lock, baseline=baseline, baseline_label=label)
 
 
 def check_text(text: str | None) -> None:
@@ -314,6 +374,6 @@ def token_id_of(loaded, word: str | None) -> int | None:
         ids = tok(" " + word, add_special_tokens=False)["input_ids"]
     if len(ids) != 1:
         pieces = tok.convert_ids_to_tokens(ids)
-        raise BadInput(f"'{word}' is {len(ids)} tokens for this model ({', '.join(map(str, pieces))}); the target "
+        raise BadInput(f"'{word}' is {count_text(len(ids))} tokens for this model ({', '.join(map(str, pieces))}); the target "
                        "must be one token. Type one of its pieces, or leave it empty for the model's top prediction.")
     return int(ids[0])

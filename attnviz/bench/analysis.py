@@ -15,6 +15,7 @@ def figures(quick: bool = False) -> dict[str, float]:
     from attnviz.examples import long_text
     from attnviz.extract import extract
     from attnviz.models import load_model
+    from attnviz.models.adapter import run
 
     loaded = load_model("minilm")
     result = extract(loaded, long_text(), max_tokens=512)
@@ -23,8 +24,7 @@ def figures(quick: bool = False) -> dict[str, float]:
               "token_type_ids": torch.tensor([np.asarray(result.segment_ids).tolist()])}
 
     def forward():
-        with loaded.lock, torch.inference_mode():
-            loaded.model(**inputs, output_attentions=True, return_dict=True)
+        run(loaded, inputs, output_attentions=True)
 
     repeats = 5 if quick else 11
     forward(), analyse(result)  # warm up

@@ -81,10 +81,10 @@ def figures(quick: bool = False) -> dict[str, float]:
         embedded = seconds(lambda: run_corpus("minilm", corpus, tmp / "embedded", engine="embedded", workers=2))
         n = _grow(tmp / "inline", tmp / "big", 2_000 if quick else 10_000)
         t0 = time.perf_counter()
-        atlas = Atlas(tmp / "big")
-        opened = (time.perf_counter() - t0) * 1e3
-        rank = _median_ms(lambda a: a.rank(Pattern("offset", offset=-1)), atlas)
-        search = _median_ms(lambda a: a.search(0, 2, 0.3, "", r"^[a-z]+$"), atlas)
+        with Atlas(tmp / "big") as atlas:
+            opened = (time.perf_counter() - t0) * 1e3
+            rank = _median_ms(lambda a: a.rank(Pattern("offset", offset=-1)), atlas)
+            search = _median_ms(lambda a: a.search(0, 2, 0.3, "", r"^[a-z]+$"), atlas)
     return {"atlas_sentences_per_s": len(corpus) / embedded, "atlas_ratio": inline / bare,
             "atlas_rank_ms": rank, "atlas_search_ms": search, "atlas_query_ms": max(rank, search),
             "atlas_open_ms": opened, "atlas_query_sentences": float(n)}

@@ -15,19 +15,17 @@ def _text_of(tokenizer, n_tokens: int) -> str:
 
 
 def extract_overhead(loaded, n_tokens: int, repeats: int) -> float:
-    """Best extract() time / best bare HF forward (output_attentions=True), interleaved runs.
+    """Best extract() time / best bare HF forward (output_attentions=True, no hooks), interleaved runs.
 
     The minimum of many runs is the figure least disturbed by other work on the machine."""
-    import torch
-
     from attnviz.extract import extract
+    from attnviz.models.adapter import run
 
     text = _text_of(loaded.tokenizer, n_tokens)
-    inputs = loaded.tokenizer(text, return_tensors="pt")
+    inputs = dict(loaded.tokenizer(text, return_tensors="pt"))
 
-    def bare():
-        with torch.inference_mode():
-            loaded.model(**inputs, output_attentions=True)
+    def bare():  # the model's own forward: no hook point, no in-place pattern
+        run(loaded, inputs, output_attentions=True)
 
     def ours():
         extract(loaded, text)

@@ -34,36 +34,27 @@ def measure(n_tokens: int, repeats: int = 1) -> dict[str, float]:
     """Every figure at n_tokens on SmolLM2, in this process (call it in a fresh one)."""
     import resource
 
-    import torch
-
     from attnviz.extract import encode
     from attnviz.heatmap.figures import grid_figure
     from attnviz.heatmap.raster import GridLayout, grid_png
     from attnviz.long.memory import long_memory_estimate
-    from attnviz.long.record import record_with_summaries, runner_and_inputs
+    from attnviz.long.record import long_inputs, record_with_summaries
     from attnviz.models import load_model
+    from attnviz.models.adapter import run
 
     loaded = load_model("smollm2")
     loaded_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # the model alone (Linux: KiB)
     text = long_text_of(loaded.tokenizer, n_tokens)
     e = encode(loaded, text, max_tokens=n_tokens)
     assert len(e.ids) == n_tokens, len(e.ids)
-    runner, inputs = runner_and_inputs(loaded, e.inputs)
-    config = loaded.model.config
+    inputs = long_inputs(loaded, e.inputs)
 
-    def plain():  # the model's own SDPA attention, nothing recorded
-        before = config._attn_implementation
-        with loaded.lock, torch.inference_mode():
-            config._attn_implementation = "sdpa"
-            try:
-                runner(**inputs)
-            finally:
-                config._attn_implementation = before
+    def plain():  # SDPA attention, nothing recorded
+        run(loaded, inputs, part="base", kernel="sdpa")
 
     out: dict = {}
     short = encode(loaded, text, max_tokens=64)  # warm up both paths (first calls allocate and initialise)
-    with torch.inference_mode():
-        runner(**runner_and_inputs(loaded, short.inputs)[1])
+    run(loaded, long_inputs(loaded, short.inputs), part="base", kernel="sdpa")
     record_with_summaries(loaded, text, max_tokens=64)
     t_plain, t_ours = [], []
     for _ in range(repeats):  # interleaved: both see the same load on the machine
@@ -88,7 +79,7 @@ def measure(n_tokens: int, repeats: int = 1) -> dict[str, float]:
         f"long_record_s_{n}": min(t_ours),  # recording and every summary, in one pass
         f"long_record_gb_{n}": la.nbytes / 1e9,
         f"long_loaded_gb_{n}": loaded_peak / 1e9,  # peak after loading the model, before any pass
-        f"long_estimate_gb_{n}": long_memory_estimate(loaded.facts, n, d_ff=int(config.intermediate_size)) / 1e9,
+        f"long_estimate_gb_{n}": long_memory_estimate(loaded.facts, n, d_ff=int(loaded.model.config.intermediate_size)) / 1e9,
         f"long_grid_png_bytes_{n}": s.pooled.payload_bytes("mean", "png"),
         f"long_grid_float16_bytes_{n}": s.pooled.payload_bytes("mean", "float16"),
     }

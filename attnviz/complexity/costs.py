@@ -158,16 +158,14 @@ PRESETS = {
         "below 32 to see grouped-query attention)."),
 }
 
-GATED_ARCHITECTURES = ("llama", "mistral", "qwen", "gemma", "phi3", "olmo", "smollm")
-
-
 def feed_forward_from_hf(hf_config, d_model: int) -> tuple[int, bool]:
-    """(d_ff, gated) read from a transformers config object by attribute name only."""
+    """(d_ff, gated) read from a transformers config object: the width by attribute name, gating from the
+    family table (SwiGLU / GeGLU families) or T5's feed_forward_proj ("gated-gelu")."""
+    from attnviz.models.families import family_for_type
+
     d_ff = config_value(hf_config, "d_ff") or 4 * d_model
-    kind = (str(getattr(hf_config, "model_type", "")) + " "
-            + " ".join(getattr(hf_config, "architectures", None) or [])).lower()
-    gated = any(a in kind for a in GATED_ARCHITECTURES) or "gated" in str(
-        getattr(hf_config, "feed_forward_proj", ""))
+    fam = family_for_type(str(getattr(hf_config, "model_type", "")))
+    gated = (fam is not None and fam.gated_mlp) or "gated" in str(getattr(hf_config, "feed_forward_proj", ""))
     return int(d_ff), gated
 
 

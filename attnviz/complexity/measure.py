@@ -22,6 +22,7 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 
 from attnviz.errors import BadInput
+from attnviz.progress import is_cancelled
 from attnviz.runtime import available_bytes
 from attnviz.units import human_bytes
 
@@ -260,7 +261,7 @@ def run(cfg: BenchConfig, progress: Callable[[int, int, str], None] | None = Non
     for i, (impl, n) in enumerate(jobs):
         if progress:
             progress(i, len(jobs), f"{IMPLEMENTATIONS[impl]} at n = {n:,}")
-        if cancel is not None and (cancel.is_set() if isinstance(cancel, threading.Event) else cancel()):
+        if is_cancelled(cancel):
             break
         results.append(measure(impl, n, cfg, results))
     if progress:

@@ -150,7 +150,9 @@ def layer(parts) -> dict:
     # ||u_ij|| from the Gram matrix of each key's head vectors: (key, head, head)
     gram = torch.bmm(F.permute(1, 0, 2), F.permute(1, 2, 0))
     vw_layer = torch.zeros((n, n), dtype=torch.float32)
-    alti = torch.zeros((n, n), dtype=torch.float32)
+    # ALTI's c_ij = ||y_i||_1 - ||y_i - T_i(x_j)||_1 is a small difference of two large sums: both sums,
+    # the differences and the row shares are float64 (float32 sums put 1e-4 errors on the shares)
+    alti = torch.zeros((n, n), dtype=torch.float64)
     # ALTI works on the vectors themselves: centre and scale them once, so that a block of u_ij
     # built from them is already g_i(u_ij) * s_i (post-norm), then compare with s_i * y_i
     if post:
@@ -160,7 +162,7 @@ def layer(parts) -> dict:
         target = y * s[:, None]
     else:
         Fn, xn, target = F, x, y
-    y_l1 = torch.linalg.vector_norm(target, ord=1, dim=-1)
+    y_l1 = target.abs().sum(-1, dtype=torch.float64)  # (q,)
     Fk = Fn.permute(1, 0, 2).contiguous()  # (key, head, d)
     Ak = A.permute(2, 1, 0).contiguous()  # (key, query, head): batched over keys, one GEMM per key
     rows = _rows_per_chunk(n, d)
@@ -178,13 +180,13 @@ def layer(parts) -> dict:
         u = torch.baddbmm(-target[start:stop][None], a, Fk[:k], out=buffer[:k, :stop - start])
         idx = torch.arange(start, stop)
         u[idx, idx - start] += xn[start:stop]  # the residual x_i joins u_ii
-        dist = u.abs_().sum(-1).T  # (r, key): L1 distances
+        dist = u.abs_().sum(-1, dtype=torch.float64).T  # (r, key): L1 distances
         c = (y_l1[start:stop, None] - dist).clamp_min(0)
         # a key no head attends to gives nothing (exactly: float rounding would leave ~1e-7 on masked keys)
         c *= seen[:k].T
         c[idx - start, idx] = (y_l1[start:stop] - dist[idx - start, idx]).clamp_min(0)
         alti[start:stop, :k] = c
-    alti = alti / alti.sum(dim=-1, keepdim=True).clamp_min(1e-30)
+    alti = (alti / alti.sum(dim=-1, keepdim=True).clamp_min(1e-300)).float()
     with_res = vw_layer.clone()
     with_res[torch.arange(n), torch.arange(n)] = torch.linalg.vector_norm(kept, dim=-1)
     return dict(value_weighted=vw_head.numpy(), value_norms=fnorm.numpy(), value_layer=vw_layer.numpy(), with_residual=with_res.numpy(),

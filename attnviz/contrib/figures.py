@@ -14,8 +14,10 @@ def mixing_figure(by_layer: dict[str, np.ndarray]) -> go.Figure:
                       ytitle="mixing ratio (%)")
     fig.update_yaxes(range=[0, 100])
     fig.update_traces(hovertemplate="layer %{x}: %{y:.1f}%<extra>%{fullData.name}</extra>")
-    fig.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.22, xanchor="left", x=0),
-                      margin=dict(t=50, b=90), height=380)
+    # the legend sits at the figure's bottom edge, below the axis title (placed in the plot's own units it
+    # lands on the title when the column is narrow or the fonts large)
+    fig.update_layout(legend=dict(orientation="h", yref="container", yanchor="bottom", y=0, xanchor="left", x=0),
+                      margin=dict(t=50, b=130), height=400)
     return fig
 
 

@@ -70,28 +70,37 @@ def heatmap_figure(values: np.ndarray, row_tokens, col_tokens, *, rows=None, col
 
 
 def focus_figure(layer_attention: np.ndarray, token: int, tokens, *, direction: str = "out",
-                 colorscale="Viridis", ablated_heads=(), what: str = "weight") -> go.Figure:
+                 colorscale="Viridis", ablated_heads=(), what: str = "weight", special_mask=None,
+                 key_special_mask=None, hide_special: bool = False, renormalise: bool = True) -> go.Figure:
     """Heads x tokens heatmap for one token of one layer (`what`: the name of the numbers).
 
     layer_attention: (head, query, key). direction 'out': what `token` attends to (its row in
-    every head); 'in': what attends to `token` (its column in every head).
+    every head); 'in': what attends to `token` (its column in every head). hide_special (with the
+    special masks) leaves special tokens off the token axis and, with renormalise, rescales each
+    query's weights over the keys left, as the heatmap does (see views.focus_view).
     """
-    a = np.asarray(layer_attention, dtype=np.float32)
-    n_heads, n = a.shape[0], a.shape[-1]
-    values = a[:, token, :] if direction == "out" else a[:, :, token]
+    from attnviz.heatmap.views import focus_view
+
+    view = focus_view(layer_attention, token, special_mask, direction=direction, hide_special=hide_special,
+                      renormalise=renormalise, key_special_mask=key_special_mask)
+    values, positions = view.values, view.positions
+    n_heads = values.shape[0]
     head_labels = [f"head {h}" + (" ✂" if h in ablated_heads else "") for h in range(n_heads)]
     label = tokens[token]
     heading = (f"what {label!r} attends to (its row)" if direction == "out"
                else f"what attends to {label!r} (its column)")
-    hover = (f"head %{{y}}<br>key %{{x}}<br>{what} %{{z:{WEIGHT_FORMAT}}}<extra></extra>"
+    if hide_special:
+        heading += " · special tokens hidden" + (", renormalised" if view.renormalised else "")
+    what_shown = ("renormalised " if view.renormalised else "") + what
+    hover = (f"head %{{y}}<br>key %{{x}}<br>{what_shown} %{{z:{WEIGHT_FORMAT}}}<extra></extra>"
              if direction == "out" else
-             f"head %{{y}}<br>query %{{x}}<br>{what} %{{z:{WEIGHT_FORMAT}}}<extra></extra>")
+             f"head %{{y}}<br>query %{{x}}<br>{what_shown} %{{z:{WEIGHT_FORMAT}}}<extra></extra>")
     # the x axis is categories "position: token" (hover names the token without a per-cell customdata: a
     # heads x tokens array of strings was most of this figure's size and build time)
-    labels = [f"{i}: {t}" for i, t in enumerate(tokens)]
-    ticks = token_ticks(tokens)
+    labels = [f"{int(i)}: {tokens[int(i)]}" for i in positions]
+    ticks = token_ticks([tokens[int(i)] for i in positions])
     fig = go.Figure(go.Heatmap(z=values, x=labels, y=np.arange(n_heads), colorscale=colorscale,
-                               zmin=0, hovertemplate=hover, colorbar=dict(title=what, **NO_SI)))
+                               zmin=0, hovertemplate=hover, colorbar=dict(title=what_shown, **NO_SI)))
     fig.update_layout(
         title=heading, height=int(max(260, 26 * n_heads + 140)), margin=dict(l=10, r=10, t=40, b=10),
         xaxis=dict(title="key" if direction == "out" else "query", tickangle=-60, automargin=True,
@@ -100,7 +109,7 @@ def focus_figure(layer_attention: np.ndarray, token: int, tokens, *, direction: 
         yaxis=dict(tickmode="array", tickvals=list(range(n_heads)), ticktext=head_labels, autorange="reversed",
                    automargin=True),
     )
-    attach_numbers(fig, lambda: matrix_csv(values, head_labels, [f"{i}:{t}" for i, t in enumerate(tokens)],
+    attach_numbers(fig, lambda: matrix_csv(values, head_labels, [f"{int(i)}:{tokens[int(i)]}" for i in positions],
                                            heading).replace("rows: query, columns: key",
                                                          "rows: head, columns: " + ("key" if direction == "out" else "query")))
     return fig

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from PIL import Image
-from attnviz.plotting import colour_lut
+from attnviz.plotting import colour_lut, csv_number, csv_values
+from attnviz.units import count_text
 
 
 def thumbnail(matrix: np.ndarray, size: int) -> np.ndarray:
@@ -85,7 +86,7 @@ def grid_csv(attention: np.ndarray, tokens, thumb: int, key_tokens=None) -> str:
         q_labels = [f"{i}:{tokens[i]}" for i in range(n_q)]
         k_labels = [f"{j}:{(tokens if key_tokens is None else key_tokens)[j]}" for j in range(n_k)]
     else:
-        w.writerow([f"# {n_q} tokens: each head's {thumb} x {thumb} thumbnail (block means over token "
+        w.writerow([f"# {count_text(n_q)} tokens: each head's {thumb} x {thumb} thumbnail (block means over token "
                     "ranges, as drawn); every weight is in the heatmap's CSV and the page's .npz download"])
 
         def ranges(n):
@@ -97,6 +98,6 @@ def grid_csv(attention: np.ndarray, tokens, thumb: int, key_tokens=None) -> str:
         for head in range(n_heads):
             m = a[layer, head] if full else thumbnail(a[layer, head], thumb)
             w.writerow([f"# layer {layer} head {head} (rows: query, columns: key)"] + k_labels)
-            for label, row in zip(q_labels, np.asarray(m, dtype=np.float64)):
-                w.writerow([label] + [f"{v:.6g}" for v in row])
+            for label, row in zip(q_labels, csv_values(m)):
+                w.writerow([label] + [csv_number(v) for v in row])
     return out.getvalue()

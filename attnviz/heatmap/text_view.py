@@ -6,6 +6,7 @@ import html
 import numpy as np
 
 from attnviz.errors import BadInput
+from attnviz.units import count_text
 
 SHADE = (31, 119, 180)  # the colour of full weight; lighter = less (alpha = weight / largest weight)
 FOCUS = "#d62728"  # outline of the chosen token
@@ -22,7 +23,7 @@ def shaded_text_html(tokens, weights, *, focus: int | None = None, continuation=
     w = np.asarray(weights, dtype=np.float64)
     n = len(tokens)
     if w.shape != (n,):
-        raise BadInput(f"{w.size} weights for {n} tokens")
+        raise BadInput(f"{w.size} weights for {count_text(n)} tokens")
     if n and (not np.isfinite(w).all() or w.min() < 0):
         raise BadInput("Weights must be finite and non-negative.")
     top = w.max() if n and w.max() > 0 else 1.0

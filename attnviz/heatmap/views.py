@@ -75,6 +75,63 @@ def select_view(matrix: np.ndarray, special_mask: np.ndarray | None = None,
     return MatrixView(values, rows, cols, renormalised=bool(renormalise and dropped_cols))
 
 
+def block_weights(matrix: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> tuple[float, float]:
+    """(mean over `rows` of each row's total weight on `cols`, largest single weight in the block), read
+    from the model's own (query, key) matrix: what a sentence-pair block gives the other block."""
+    block = np.asarray(matrix, dtype=np.float64)[np.ix_(np.asarray(rows), np.asarray(cols))]
+    if block.size == 0:
+        raise BadInput("The block is empty: both sentences need at least one token.")
+    return float(block.sum(axis=1).mean()), float(block.max())
+
+
+@dataclass(frozen=True)
+class FocusView:
+    """One token's row (what it attends to) or column (what attends to it) in every head of a layer."""
+
+    values: np.ndarray  # (head, n_shown) float32
+    positions: np.ndarray  # int (n_shown,): original positions along the token axis
+    renormalised: bool  # rows rescaled over the keys left after hiding special tokens
+
+
+def focus_view(layer_attention: np.ndarray, token: int, special_mask: np.ndarray | None = None, *,
+               direction: str = "out", hide_special: bool = False, renormalise: bool = True,
+               key_special_mask: np.ndarray | None = None) -> FocusView:
+    """`token`'s row ("out") or column ("in") in every head, as select_view shows one head.
+
+    layer_attention: (head, query, key). hide_special drops special positions from the token axis
+    (keys for "out", queries for "in"); renormalise then divides each query's weights by its weight on
+    the keys left, as the heatmap does. A hidden focus token is refused with a plain sentence."""
+    a = np.asarray(layer_attention, dtype=np.float32)  # (head, query, key)
+    if a.ndim != 3:
+        raise BadInput(f"expected one layer's (head, query, key) attention, got shape {a.shape}")
+    if direction not in ("out", "in"):
+        raise BadInput(f"unknown direction {direction!r}; choose 'out' or 'in'")
+    n_q, n_k = a.shape[1:]
+    q_special = np.zeros(n_q, bool) if special_mask is None else np.asarray(special_mask, dtype=bool)
+    k_special = q_special if key_special_mask is None else np.asarray(key_special_mask, dtype=bool)
+    keys = ~k_special if hide_special else np.ones(n_k, bool)
+    queries = ~q_special if hide_special else np.ones(n_q, bool)
+    if not 0 <= token < (n_q if direction == "out" else n_k):
+        raise BadInput(f"Token position {token} is outside the text.")
+    if hide_special and (q_special if direction == "out" else k_special)[token]:
+        raise BadInput("The focus token is a special token, and special tokens are hidden: pick another token, "
+                       "or show special tokens again.")
+    renorm = bool(renormalise and hide_special and not keys.all())
+    if direction == "out":
+        positions = np.flatnonzero(keys)
+        values = a[:, token, positions]  # (head, n_shown keys)
+        totals = values.sum(axis=1, keepdims=True)  # (head, 1): the token's weight on the keys shown
+    else:
+        positions = np.flatnonzero(queries)
+        values = a[:, positions, token]  # (head, n_shown queries)
+        totals = a[:, positions][:, :, keys].sum(axis=2)  # (head, n_shown): each query's weight on the keys shown
+    if positions.size == 0:
+        raise BadInput("Nothing is left to show: every token is a special token. Show special tokens again.")
+    if renorm:
+        values = np.divide(values, totals, out=np.zeros_like(values), where=totals > 0)
+    return FocusView(values.astype(np.float32), positions, renorm)
+
+
 LOG_FLOOR = 1e-4  # smallest weight the log colour scale distinguishes
 
 

@@ -7,10 +7,12 @@ import numpy as np
 import plotly.graph_objects as go
 
 from attnviz.lab.matrix_text import format_number
+from attnviz.plotting import cell_colours, readable_ink
 
 TEXT_LIMIT = 14  # print numbers in the cells only up to this many rows and columns
 FONT = 15  # base font size: readable from the back of a lecture room
 COLORWAY = ["#d1495b", "#2e86ab", "#edae49", "#66a182", "#8d6a9f", "#00798c"]  # distinct line colours
+PLOT_BG, PLOT_BG_RGB = "#f3f3f3", (243, 243, 243)  # behind the matrices: what a masked (-inf) cell shows
 
 
 def _labels(labels: Sequence[str] | None, n: int, prefix: str) -> list[str]:
@@ -40,17 +42,29 @@ def matrix_heatmap(m: np.ndarray, rows: Sequence[str] | None = None, cols: Seque
     text = [[fmt(x) for x in row] for row in m]
     fig = go.Figure(go.Heatmap(
         z=finite, x=list(range(n_c)), y=list(range(n_r)), colorscale=colorscale, zmin=zmin, zmax=zmax, zmid=zmid,
-        text=text, texttemplate="%{text}" if show_text else None, showscale=showscale,
-        textfont={"size": FONT if max(n_r, n_c) <= 6 else FONT - 3},
+        text=text, showscale=showscale,
         customdata=[[[rows[i], cols[j]] for j in range(n_c)] for i in range(n_r)],
         hovertemplate="%{customdata[0]} → %{customdata[1]}: %{text}<extra></extra>", xgap=2, ygap=2))
+    if show_text:
+        # each number in black or white, whichever reads better on its cell (at least 4.5:1, WCAG AA), drawn as
+        # a text layer: a heatmap's own cell text takes one colour, and plotly's automatic choice gives dark grey
+        # on mid grey (3.3:1)
+        colours = cell_colours(finite, colorscale, zmin, zmax, zmid)
+        ink = [readable_ink(c) if np.isfinite(c).all() else readable_ink(PLOT_BG_RGB) for c in colours.reshape(-1, 3)]
+        ii, jj = np.indices((n_r, n_c))
+        fig.add_trace(go.Scatter(
+            x=jj.ravel().tolist(), y=ii.ravel().tolist(), mode="text", text=[t for row in text for t in row],
+            textfont={"size": FONT if max(n_r, n_c) <= 6 else FONT - 3, "color": ink}, hoverinfo="skip",
+            showlegend=False, name="cell values"))
     fig.update_layout(
         title={"text": title, "font": {"size": FONT + 1}}, height=height or max(190, 110 + 46 * n_r),
         margin={"l": 10, "r": 10, "t": (50 if max(len(c) for c in cols) <= 6 else 75) if title else 30, "b": 10}, font={"size": FONT - 2},
-        xaxis={"tickvals": list(range(n_c)), "ticktext": cols, "side": "top", "title": col_title, "showgrid": False},
-        yaxis={"tickvals": list(range(n_r)), "ticktext": rows, "autorange": "reversed", "title": row_title,
-               "showgrid": False},
-        plot_bgcolor="#f3f3f3")
+        # fixed ranges: the cells exactly, whatever the text layer's points would add to an automatic range
+        xaxis={"tickvals": list(range(n_c)), "ticktext": cols, "side": "top", "title": col_title, "showgrid": False,
+               "range": [-0.5, n_c - 0.5], "zeroline": False},
+        yaxis={"tickvals": list(range(n_r)), "ticktext": rows, "range": [n_r - 0.5, -0.5], "title": row_title,
+               "showgrid": False, "zeroline": False},
+        plot_bgcolor=PLOT_BG)
     return fig
 
 

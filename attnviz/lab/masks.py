@@ -8,6 +8,7 @@ import numpy as np
 from attnviz.attention import causal_mask
 from attnviz.attention import batch_masks, scaled_dot_product, softmax
 from attnviz.errors import BadInput
+from attnviz.units import count_text
 
 MAX_BATCH = 6  # sequences in the demo batch
 MAX_LEN = 12  # longest padded length the demo shows
@@ -34,7 +35,7 @@ def masked_batch(lengths, max_len: int | None = None, causal: bool = True, paddi
         raise BadInput(f"The demo batch holds 1 to {MAX_BATCH} sequences.")
     max_len = max(lengths) if max_len is None else int(max_len)
     if max_len > MAX_LEN:
-        raise BadInput(f"The demo pads to at most {MAX_LEN} tokens so the matrices stay readable.")
+        raise BadInput(f"The demo pads to at most {count_text(MAX_LEN)} tokens so the matrices stay readable.")
     mask = batch_masks(lengths, max_len, causal=causal, padding=padding)  # raises on bad lengths
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((len(lengths), max_len, d_k))
@@ -69,7 +70,7 @@ def future_leak(seq_len: int = 6, d: int = 4, seed: int = 0) -> Leak:
     i.e. the model could read the token it is supposed to predict.
     """
     if not 2 <= seq_len <= MAX_LEN:
-        raise BadInput(f"Use 2 to {MAX_LEN} tokens.")
+        raise BadInput(f"Use 2 to {count_text(MAX_LEN)} tokens.")
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((seq_len, d))
     x2 = x.copy()

@@ -8,12 +8,15 @@ import numpy as np
 from attnviz.errors import AttentionUnavailable, BadInput
 from attnviz.extract import display_tokens, encode
 from attnviz.types import LoadedModel, ModelFacts, Truncation
+from attnviz.units import count_text
 
 # Most predictions kept per (layer, position); the page shows the first k of these.
 MAX_TOP_K = 10
 # Logits computed at once: positions per chunk x vocabulary floats (~32 MB of float32 per
 # array). Memory stays bounded by this, never by layers x positions x vocabulary.
 CHUNK_FLOATS = 8_000_000
+# Values summed in float32 before the partial sums are added in float64 (_sum64).
+SUM_BLOCK = 256
 # Attribute names of the final norm on a causal LM's base model (or its .decoder):
 # Llama/Mistral/Qwen2/Gemma "norm", GPT-2/GPT-J/GPT-Neo "ln_f", OPT "final_layer_norm",
 # GPT-NeoX/Phi "final_layernorm"/"final_layer_norm", Mamba-like "norm_f".
@@ -35,7 +38,7 @@ class LogitLens:
     top_labels: np.ndarray  # str (S, m, k): their display labels
     p_final: np.ndarray  # float32 (S, m): probability of the final layer's top-1 token
     p_next: np.ndarray  # float32 (S, m): probability of the text's actual next token (NaN at the end)
-    kl: np.ndarray  # float32 (S, m): KL(final || layer s) in nats; 0 at the last state
+    kl: np.ndarray  # float32 (S, m): KL(final || layer s) in nats, from float64 sums; 0 at the last state
     tokens: tuple[str, ...]  # input display labels of the whole text (n,)
     token_ids: tuple[int, ...]  # input ids (n,)
     facts: ModelFacts
@@ -114,6 +117,19 @@ def _final_norm(model):
     return None
 
 
+def _sum64(a):
+    """Row sums of a float32 (c, V) array in float64: float32 sums of blocks of SUM_BLOCK values (torch's
+    vectorised reduction), the blocks added in float64: close to a float64 sum at about a float32 cost."""
+    import torch
+
+    c, v = a.shape
+    whole = v - v % SUM_BLOCK
+    out = a[:, :whole].reshape(c, -1, SUM_BLOCK).sum(-1).sum(-1, dtype=torch.float64)  # (c,)
+    if whole < v:
+        out = out + a[:, whole:].sum(-1, dtype=torch.float64)
+    return out
+
+
 def _head(model, head, config):
     """hidden (..., d) -> logits (..., vocab): the unembedding plus any logit post-processing the
     model's own forward applies (Cohere's logit_scale, Gemma 2's final soft-capping)."""
@@ -179,7 +195,7 @@ def logit_lens(loaded: LoadedModel, text: str, *, top_k: int = 5, max_tokens: in
     n_text = len(e.ids)
     read = np.arange(n_text) if positions is None else np.unique(np.asarray(list(positions), dtype=np.int64))
     if len(read) == 0 or read.min() < 0 or read.max() >= n_text:
-        raise BadInput(f"The positions to read must lie between 0 and {n_text - 1} (the text has {n_text} tokens).")
+        raise BadInput(f"The positions to read must lie between 0 and {n_text - 1} (the text has {count_text(n_text)} tokens).")
     n = len(read)
     unembed = _head(model, head, config)
     with loaded.lock, torch.inference_mode():
@@ -224,14 +240,15 @@ def logit_lens(loaded: LoadedModel, text: str, *, top_k: int = 5, max_tokens: in
             sl = slice(start, min(n, start + chunk))
             h_last = hidden[-1][sl]
             final_logits = unembed(h_last if last_normed else norm(h_last))  # (c, V)
-            final_logp = torch.log_softmax(final_logits, dim=-1)
-            final_p = final_logp.exp()
-            final_top = final_logp.argmax(dim=-1)  # (c,)
-            final_lse = torch.logsumexp(final_logits, dim=-1)  # (c,)
+            # the final distribution in float64, once per chunk: log p = log_softmax(z_final)
+            final_logp = torch.log_softmax(final_logits.double(), dim=-1)  # (c, V)
+            final_p = final_logp.exp().float()  # sums to 1 up to float64 rounding (float32: 1 +- 1e-5)
+            final_lse = torch.logsumexp(final_logits.double(), dim=-1)  # (c,)
+            final_top = final_logits.argmax(dim=-1)  # (c,)
             nxt = next_ids[sl]
             has_next = nxt >= 0
             for s in range(n_states):
-                # one pass each: logits, their log-sum-exp, top-k, two gathers, one row dot product
+                # one pass each: logits, their log-sum-exp, top-k, two gathers, one weighted row sum
                 logits = final_logits if s == n_states - 1 else unembed(norm(hidden[s][sl]))  # (c, V)
                 lse = torch.logsumexp(logits, dim=-1)  # (c,)
                 vals, idx = torch.topk(logits, top_k, dim=-1)  # sorted, best first
@@ -242,10 +259,11 @@ def logit_lens(loaded: LoadedModel, text: str, *, top_k: int = 5, max_tokens: in
                     pn = (logits.gather(1, nxt.clamp(min=0)[:, None])[:, 0] - lse).exp()
                     p_next[s, sl] = torch.where(has_next, pn, torch.nan).numpy()
                 if s < n_states - 1:
-                    # KL(final || s) = sum_v p (log p - log q_s) = sum_v p (z_final - z_s) - lse_final + lse_s
-                    # (sum_v p = 1); differences of logits first: fewer float32 cancellations
-                    cross = torch.einsum("cv,cv->c", final_p, final_logits - logits)  # (c,)
-                    kl[s, sl] = (cross - final_lse + lse).clamp(min=0).numpy()
+                    # KL(final || s) = sum_v p_v (log p_v - log q_v) with log q = z_s - lse_s, written as
+                    # sum_v p_v (z_final - z_s) - lse_final + lse_s (p sums to 1 in float64): the logit
+                    # differences are exact in float32, the weighted sum is accumulated in float64
+                    cross = _sum64(final_p * (final_logits - logits))  # (c,) float64
+                    kl[s, sl] = (cross - final_lse + lse.double()).clamp(min=0).numpy()
     kl[-1] = 0.0
     return LogitLens(top_ids=top_ids, top_probs=top_probs, top_labels=_labels(loaded.tokenizer, top_ids),
                      p_final=p_final, p_next=p_next, kl=kl, tokens=tuple(e.tokens),

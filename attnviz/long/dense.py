@@ -15,6 +15,7 @@ import numpy as np
 from attnviz.errors import BadInput
 from attnviz.long.maps import check_request, tensor
 from attnviz.types import AttentionResult
+from attnviz.units import count_text
 
 @dataclass(frozen=True)
 class DenseAttention:
@@ -135,7 +136,7 @@ class DenseAttention:
 
     def window(self, layer: int, head: int, q0: int, q1: int, k0: int, k1: int) -> np.ndarray:
         if not 0 <= int(k0) < int(k1) <= self.seq_len:
-            raise BadInput(f"Key columns {k0} to {int(k1) - 1} are not inside the input's {self.seq_len} positions.")
+            raise BadInput(f"Key columns {k0} to {int(k1) - 1} are not inside the input's {count_text(self.seq_len)} positions.")
         layer, head, q0, q1 = self._check(layer, head, q0, q1)
         return np.array(self.weights[layer, head, q0:q1, int(k0):int(k1)], dtype=np.float32)
 

@@ -44,6 +44,8 @@ def sink_curves_figure(curves: dict[str, np.ndarray], positions: np.ndarray,
 # ------------------------------------------------------------------ the Long inputs page (appended)
 GROUP_GAP = 3  # empty tile columns between key/value groups in the all-heads grid
 HEAD_GAP = 1  # between heads of one group, and between layers
+GRID_PLOT_WIDTH = 1000  # px: the all-heads grid's plot area on a wide page (its height is chosen for square tiles there)
+GRID_MIN_HEIGHT, GRID_MAX_HEIGHT = 320, 1400  # px: the grid figure's height stays within these
 
 
 def grid_columns(n_heads: int, group: int, t: int) -> tuple[np.ndarray, list]:
@@ -110,13 +112,17 @@ def pooled_grid_figure(tiles: np.ndarray, edges: np.ndarray, group: int, how: st
         for (k, a, b), name in zip(groups, names):
             fig.add_annotation(x=(a + b) / 2, y=1.0, xref="x", yref="paper", yanchor="bottom", yshift=26,
                                text=f"<b>{name}</b>", showarrow=False)
-    height = max(320, min(1400, L * 44 + 150))
+    top_margin, bottom_margin = (120 if group > 1 else 80), 20
+    # square tiles: as tall as a page-wide plot (GRID_PLOT_WIDTH px) needs for them, within the page's limits;
+    # the y axis is tied to the x axis at 1:1, so at any other width the plot narrows instead of stretching
+    plot_h = GRID_PLOT_WIDTH * rows / width
+    height = int(round(max(GRID_MIN_HEIGHT, min(GRID_MAX_HEIGHT, plot_h + top_margin + bottom_margin))))
     fig.update_layout(title=dict(text=f"All {L} × {H} heads, {t} × {t} tiles each ({how} per tile)", y=0.995,
                                  yanchor="top"),
-                      height=height, margin=dict(t=120 if group > 1 else 80, l=50, r=20, b=20), plot_bgcolor="white")
+                      height=height, margin=dict(t=top_margin, l=50, r=20, b=bottom_margin), plot_bgcolor="white")
     # categorical axes: shapes and annotations use the column index, as above
-    fig.update_xaxes(type="category")
-    fig.update_yaxes(type="category")
+    fig.update_xaxes(type="category", constrain="domain")
+    fig.update_yaxes(type="category", scaleanchor="x", scaleratio=1, constrain="domain")
     return fig
 
 

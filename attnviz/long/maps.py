@@ -13,6 +13,7 @@ import numpy as np
 
 from attnviz.errors import BadInput
 from attnviz.types import LayerHeadShape, ModelFacts, Truncation
+from attnviz.units import count_text
 
 def tensor(arr: np.ndarray):
     """A torch view of a (possibly read-only) numpy array; callers never write through it."""
@@ -47,7 +48,7 @@ def check_request(maps, layer, head, q0, q1) -> tuple[int, int, int, int]:
     if not 0 <= head < maps.n_heads:
         raise BadInput(f"Head {head} does not exist: this model has heads 0 to {maps.n_heads - 1}.")
     if not 0 <= q0 < q1 <= maps.seq_len:
-        raise BadInput(f"Query rows {q0} to {q1 - 1} are not inside the input's {maps.seq_len} positions.")
+        raise BadInput(f"Query rows {q0} to {q1 - 1} are not inside the input's {count_text(maps.seq_len)} positions.")
     return layer, head, q0, q1
 
 
@@ -212,7 +213,7 @@ class LongAttention(LayerHeadShape):
         """float32 (q1-q0, k1-k0): an exact zoom. Each row's softmax runs over every key the query may
         see (not only those in the window), then the window is cut out, so the numbers are the model's."""
         if not 0 <= int(k0) < int(k1) <= self.seq_len:
-            raise BadInput(f"Key columns {k0} to {int(k1) - 1} are not inside the input's {self.seq_len} positions.")
+            raise BadInput(f"Key columns {k0} to {int(k1) - 1} are not inside the input's {count_text(self.seq_len)} positions.")
         layer, head, q0, q1 = self._check(layer, head, q0, q1)
         out = np.zeros((q1 - q0, int(k1) - int(k0)), dtype=np.float32)
         for a in range(q0, q1, BLOCK_ROWS):

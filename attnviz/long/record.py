@@ -1,14 +1,13 @@
 """One forward pass with an efficient attention kernel (SDPA) that records every layer's queries and keys.
 
-Hook points attn.q (layer, head, n, d_head) and attn.k (layer, kv_head, n, d_head), after projection and
-RoPE, keys once per key/value head. A registered attention function stores them (float32: stored as
-float16, MiniLM's rebuilt weights at 512 tokens were off by up to 2.7e-3, against 4e-6) and hands the real work
-to transformers' SDPA attention, so no layer ever materialises its weights. Each layer's scaling, causal
+The model adapter's hook points blocks.{i}.attn.hook_q and hook_k (after projection and RoPE, keys once per
+key/value head) are copied as they pass into (layer, head, n, d_head) and (layer, kv_head, n, d_head) arrays
+(float32: stored as float16, MiniLM's rebuilt weights at 512 tokens were off by up to 2.7e-3, against 4e-6),
+and the attention itself runs on SDPA, so no layer ever materialises its weights. Each layer's scaling, causal
 flag and sliding window are read from the call and the config; the mask the model builds is checked
 against them on a sample of rows, so a model whose mask is something else is refused, not misdrawn."""
 from __future__ import annotations
 
-import threading
 from contextlib import nullcontext
 from dataclasses import dataclass
 
@@ -16,21 +15,17 @@ import numpy as np
 
 from attnviz.errors import AttentionUnavailable
 from attnviz.extract import encode
-from attnviz.hooks import attention_function, register_attention
 from attnviz.long.maps import LongAttention
 from attnviz.long.memory import check_long_fits
 
-NAME = "attnviz_long_record"
 # Query rows per layer whose mask from the model is compared with the one rebuilt from the config.
 CHECK_ROWS = 64
 # Keyword arguments that add something to q·k × scaling: the recorded q and k would not explain the weights.
 _SCORE_EXTRAS = ("softcap", "s_aux", "sinks", "position_bias", "alibi")
-_STATE = threading.local()
 # Query rows per block of the fused pass: every head of a layer x 64 rows x the keys they see is at most 9.4 MB at
 # 4,096 tokens on SmolLM2, so the ~8 passes over a block (softmax, maxima, sums, pooling) stay in the 32 MB cache
 # (256 rows: softmax of a 38 MB block 14.7 ms, of two 64-row halves 2.0 ms).
 FUSED_ROWS = 64
-_REGISTERED = False
 
 
 CAPPED = " Inputs are capped at the dense 512-token limit for it."  # the last sentence of every refusal
@@ -67,41 +62,57 @@ class _Recording:
                 w = getattr(self.config, "sliding_window", None)
         return int(w) if w else 0
 
-    def add(self, module, query, key, attention_mask, scaling: float, kwargs) -> int | None:
-        """Record one layer's q and k and facts; its index, or None once the model does not qualify."""
+    def add_query(self, query, point) -> None:
+        """Hook point blocks.{i}.attn.hook_q (1, n, head, d): check the call, copy the queries, note its facts."""
         import torch
 
         if self.problem:
             return None
-        layer = getattr(module, "layer_idx", None)
-        layer = self.calls if layer is None else int(layer)
+        call, layer = point.call, point.layer
         self.calls += 1
-        _, n_heads, n, d = query.shape  # (B, H, T, d)
-        n_kv = key.shape[1]  # (B, H_kv, T, d)
+        batch, n, n_heads, d = query.shape
         if layer in self.seen or not 0 <= layer < self.n_layers:
             self.problem = f"its attention layer {layer} ran twice or is not one of its {self.n_layers} layers."
             return None
-        if query.shape[0] != 1 or n_heads != self.n_heads or n != self.n or key.shape[2] != n or n_heads % n_kv:
+        if batch != 1 or n_heads != self.n_heads or n != self.n:
             self.problem = "its attention layers do not see the whole input as one block of heads."
             return None
-        extras = [k for k in _SCORE_EXTRAS if kwargs.get(k) is not None]
+        extras = [k for k in _SCORE_EXTRAS if call.kwargs.get(k) is not None]
         if extras:
             self.problem = f"its scores get more than q·k × scaling ({', '.join(extras)})."
             return None
         if self.query is None:  # torch's allocator: large blocks are written faster than np.empty's
             self.query = torch.empty((self.n_layers, n_heads, n, d), dtype=torch.float32).numpy()
-            self.key = torch.empty((self.n_layers, n_kv, n, d), dtype=torch.float32).numpy()
-        elif self.key.shape[1] != n_kv or self.query.shape[3] != d:
-            self.problem = "its layers differ in head count or head width."
+        elif self.query.shape[3] != d:
+            self.problem = "its layers differ in head width."
             return None
         self.seen.add(layer)
-        causal = kwargs.get("is_causal")
-        causal = bool(getattr(module, "is_causal", self.model_causal) if causal is None else causal)
-        self.causal[layer], self.window[layer], self.scaling[layer] = causal, self.window_of(module, layer, kwargs), scaling
-        torch.from_numpy(self.query[layer]).copy_(query[0].detach())  # attn.q (head, n, d), torch's threaded copy
-        torch.from_numpy(self.key[layer]).copy_(key[0].detach())  # attn.k (kv_head, n, d)
-        self.check_mask(layer, attention_mask)
-        return None if self.problem else layer
+        causal = call.kwargs.get("is_causal")
+        causal = bool(getattr(call.module, "is_causal", self.model_causal) if causal is None else causal)
+        self.causal[layer], self.scaling[layer] = causal, call.scaling
+        self.window[layer] = self.window_of(call.module, layer, call.kwargs)
+        torch.from_numpy(self.query[layer]).copy_(query[0].transpose(0, 1))  # (head, n, d), torch's threaded copy
+        return None
+
+    def add_key(self, key, point) -> None:
+        """Hook point blocks.{i}.attn.hook_k (1, n, kv_head, d): copy the keys and check the layer's mask."""
+        import torch
+
+        layer = point.layer
+        if self.problem or layer not in self.seen:
+            return None
+        _, n, n_kv, d = key.shape
+        if n != self.n or self.n_heads % n_kv:
+            self.problem = "its attention layers do not see the whole input as one block of heads."
+            return None
+        if self.key is None:
+            self.key = torch.empty((self.n_layers, n_kv, n, d), dtype=torch.float32).numpy()
+        elif self.key.shape[1] != n_kv or self.key.shape[3] != d:
+            self.problem = "its layers differ in head count or head width."
+            return None
+        torch.from_numpy(self.key[layer]).copy_(key[0].transpose(0, 1))  # (kv_head, n, d)
+        self.check_mask(layer, point.call.mask)
+        return None
 
     def expected(self, layer: int):
         """bool (rows, n): the mask rebuilt from the causal flag, the window and the key padding."""
@@ -132,43 +143,13 @@ class _Recording:
                             "describes (chunked or otherwise local attention).")
 
 
-def _record(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
-    """Registered attention function: record q, k and the layer's mask facts, then run SDPA."""
-    from transformers.integrations.sdpa_attention import sdpa_attention_forward
-
-    if scaling is None:
-        scaling = query.size(-1) ** -0.5
-    state = getattr(_STATE, "current", None)
-    if state is not None:
-        layer = state.add(module, query, key, attention_mask, float(scaling), kwargs)
-        if layer is not None and state.fused is not None:  # the summaries pass computes the output too
-            return state.fused.attend(layer, value), None
-    return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling,
-                                  **kwargs)
-
-
-def register() -> None:
-    """Register the recording attention function (with SDPA's mask builder, which leaves a plain causal
-    or unpadded mask as None so the kernel runs its fast causal path)."""
-    global _REGISTERED
-    if _REGISTERED:
-        return
-    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
-
-    register_attention(NAME, _record)
-    ALL_MASK_ATTENTION_FUNCTIONS.register(NAME, sdpa_mask)  # replaces hooks' eager mask for this name
-    _REGISTERED = True
-
-
-def runner_and_inputs(loaded, inputs: dict):
-    """(module to call, keyword inputs): the base model without its LM head (at 4,096 tokens SmolLM2's
-    logits alone would be 0.8 GB), without a KV cache."""
-    model = loaded.model
-    runner = getattr(model, "base_model", model)
+def long_inputs(loaded, inputs: dict) -> dict:
+    """The keyword inputs of the recording pass, which runs the base model (part="base": without its LM head,
+    at 4,096 tokens SmolLM2's logits alone would be 0.8 GB), without a KV cache."""
     kw = {k: v for k, v in inputs.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
     if loaded.facts.kind == "decoder":
         kw["use_cache"] = False
-    return runner, kw
+    return kw
 
 
 @dataclass(frozen=True)
@@ -189,6 +170,13 @@ class _Fused:
         self.progress, self.cancelled = progress, cancelled
         self.summaries = None  # summaries._Pass, opened at the first layer (the q/k arrays exist then)
         self.done = 0
+
+    def kernel(self, call, query, key, value):
+        """The adapter's attention kernel for this pass: the summaries' blocks compute the output of every
+        recorded layer (None: the layer did not qualify, SDPA runs it)."""
+        if self.state.problem or call.layer not in self.state.seen:
+            return None
+        return self.attend(call.layer, value), None
 
     def attend(self, layer: int, value):
         import torch
@@ -212,15 +200,17 @@ class _Fused:
 
 def _run(loaded, text: str, max_tokens: int | None, check_memory: bool, fused: dict | None):
     """The recording pass; (LongAttention, the fused pass's summaries or None)."""
-    import torch
-
     from attnviz.long.maps import flush_denormals
+    from attnviz.models.adapter import run
+    from attnviz.models.families import why_not
 
     facts, model = loaded.facts, loaded.model
     model_type = getattr(model.config, "model_type", "unknown")
     if facts.kind == "encoder-decoder":
         raise unsupported(model_type, "it is an encoder-decoder.")
-    register()
+    why = why_not(model, "long")
+    if why:
+        raise unsupported(model_type, why)
     limit = max_tokens or facts.max_positions or None
     e = encode(loaded, text, max_tokens=limit)
     n = len(e.ids)
@@ -230,14 +220,10 @@ def _run(loaded, text: str, max_tokens: int | None, check_memory: bool, fused: d
     state = _Recording(model.config, facts.n_layers, facts.n_heads, n, key_mask, facts.causal)
     if fused is not None:
         state.fused = _Fused(state, e, facts, **fused)
-    runner, inputs = runner_and_inputs(loaded, e.inputs)
-    with loaded.lock, torch.inference_mode(), flush_denormals() if fused is not None else nullcontext():
-        _STATE.current = state
-        try:
-            with attention_function((model.config, getattr(runner, "config", model.config)), NAME):
-                runner(**inputs, return_dict=True)
-        finally:
-            _STATE.current = None
+    readers = {"blocks.*.attn.hook_q": state.add_query, "blocks.*.attn.hook_k": state.add_key}
+    kernel = state.fused.kernel if fused is not None else "sdpa"
+    with flush_denormals() if fused is not None else nullcontext():
+        run(loaded, long_inputs(loaded, e.inputs), replace=readers, kernel=kernel, part="base")
     if state.problem:
         raise unsupported(model_type, state.problem)
     if len(state.seen) != facts.n_layers:
@@ -260,7 +246,7 @@ def record_with_summaries(loaded, text: str, *, max_tokens: int | None = None, t
                           rows: int = FUSED_ROWS, progress=None, cancelled=None, check_memory: bool = True):
     """(LongAttention, LongSummaries) from one forward pass: each layer's weights are computed block by block
     once, for its summaries and its output (instead of SDPA plus a second pass over the record).
-    progress(done, total) after each layer; cancelled() returning True stops the pass (BadInput, nothing kept).
+    progress(done, total) after each layer; cancelled() returning True stops the pass (attnviz.progress.Cancelled, nothing kept).
     Raises as record() does."""
     from attnviz.long.pooled import DEFAULT_TILES
     from attnviz.long.summaries import summarise

@@ -2,7 +2,8 @@
 against the same window with the first tokens kept.
 
 How it runs: the text goes through the causal model in chunks of query tokens over a KV cache of every
-earlier token, and a registered attention function hides the keys the policy has evicted:
+earlier token, in one recording context of the model adapter whose attention kernel hides the keys the
+policy has evicted:
   "full"          every earlier token (the ordinary model);
   "window"        the last `cache` tokens only (a rolling cache of size `cache`);
   "sinks+window"  the first `sinks` tokens plus the last `cache - sinks` (the same cache size).
@@ -15,19 +16,15 @@ positions inside the cache, so its kept first tokens sit at distance ~cache from
 true distance i. Texts are capped at the model's context, so no position is one it was not trained on."""
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 
 import numpy as np
 
 from attnviz.errors import AttentionUnavailable, BadInput
 from attnviz.extract import encode
-from attnviz.hooks import attention_function, register_attention
+from attnviz.progress import check
 
-NAME = "attnviz_sink_cache"
 POLICIES = ("full", "window", "sinks+window")
-_STATE = threading.local()  # (policy, cache, sinks) of the forward running in this thread
-_REGISTERED = False
 
 
 @dataclass(frozen=True)
@@ -69,22 +66,6 @@ def _visible(q_pos, k_len: int, policy: str, cache: int, sinks: int):
     return ok
 
 
-def _attend(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
-    """Registered attention function: SDPA over the cached keys the policy keeps."""
-    from transformers.integrations.sdpa_attention import sdpa_attention_forward
-
-    state = _STATE.current
-    n_q, n_k = query.shape[2], key.shape[2]  # (B, H, q, d), (B, H_kv, k, d)
-    q_pos = state.offset + _arange(n_q)
-    if n_k != state.offset + n_q:
-        state.problem = "its attention does not see the whole cache of earlier tokens."
-    mask = _visible(q_pos, n_k, state.policy, state.cache, state.sinks)[None, None]  # (1, 1, q, k)
-    kwargs.pop("is_causal", None)
-    state.calls += 1
-    return sdpa_attention_forward(module, query, key, value, mask, dropout=dropout, scaling=scaling,
-                                  is_causal=False, **kwargs)
-
-
 def _arange(n: int):
     import torch
 
@@ -92,21 +73,27 @@ def _arange(n: int):
 
 
 class _Pass:
+    """One policy's run: its cache, and the adapter kernel that applies it."""
+
     def __init__(self, policy: str, cache: int, sinks: int):
         self.policy, self.cache, self.sinks = policy, cache, sinks
         self.offset = 0
         self.calls = 0
         self.problem: str | None = None
 
+    def kernel(self, call, query, key, value):
+        """SDPA over the cached keys the policy keeps (query (B, H, q, d), key (B, H_kv, k, d))."""
+        from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
-def _register() -> None:
-    global _REGISTERED
-    if not _REGISTERED:
-        from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
-
-        register_attention(NAME, _attend)
-        ALL_MASK_ATTENTION_FUNCTIONS.register(NAME, sdpa_mask)  # its mask is replaced in _attend anyway
-        _REGISTERED = True
+        n_q, n_k = query.shape[2], key.shape[2]
+        q_pos = self.offset + _arange(n_q)
+        if n_k != self.offset + n_q:
+            self.problem = "its attention does not see the whole cache of earlier tokens."
+        mask = _visible(q_pos, n_k, self.policy, self.cache, self.sinks)[None, None]  # (1, 1, q, k)
+        kwargs = {k: v for k, v in call.kwargs.items() if k != "is_causal"}
+        self.calls += 1
+        return sdpa_attention_forward(call.module, query, key, value, mask, dropout=call.dropout,
+                                      scaling=call.scaling, is_causal=False, **kwargs)
 
 
 def policy_losses(loaded, ids, policy: str, cache: int, sinks: int, chunk: int = 128,
@@ -115,25 +102,21 @@ def policy_losses(loaded, ids, policy: str, cache: int, sinks: int, chunk: int =
     import torch
     from transformers import DynamicCache
 
+    from attnviz.models.adapter import record
+
     model = loaded.model
     n = len(ids)
     ids_t = torch.tensor([ids])
     out = np.zeros(n - 1)
     state = _Pass(policy, cache, sinks)
     past = DynamicCache(config=model.config)
-    _register()
-    with loaded.lock, attention_function([model.config], NAME), torch.inference_mode():  # we hold the lock
+    with record(loaded, kernel=state.kernel) as rec:  # holds the model's lock for every chunk
         for a in range(0, n - 1, chunk):
-            if cancelled is not None and cancelled():
-                raise BadInput("The sink experiment was cancelled; nothing was kept.")
+            check(cancelled, "The sink experiment")
             b = min(n - 1, a + chunk)
             state.offset = a
-            _STATE.current = state
-            try:
-                res = model(input_ids=ids_t[:, a:b], position_ids=torch.arange(a, b)[None], past_key_values=past,
-                            use_cache=True, return_dict=True)
-            finally:
-                _STATE.current = None
+            res = rec.forward(input_ids=ids_t[:, a:b], position_ids=torch.arange(a, b)[None], past_key_values=past,
+                              use_cache=True)
             past = res.past_key_values
             logp = torch.log_softmax(res.logits[0].float(), dim=-1)  # (b-a, vocab)
             out[a:b] = -logp.gather(-1, ids_t[0, a + 1:b + 1, None])[:, 0].double().numpy()
@@ -151,7 +134,7 @@ def sink_experiment(loaded, text: str, *, cache: int = 256, sinks: int = 4, max_
     """Next-token loss of `loaded` (a causal LoadedModel) over text under each policy in `policies`.
 
     progress(done, total) is called after every chunk (positions summed over the policies); cancelled()
-    returning True stops the run with BadInput (nothing half-computed is returned).
+    returning True stops the run with attnviz.progress.Cancelled (nothing half-computed is returned).
     Raises BadInput for an encoder, a cache that keeps nothing recent, or a text of fewer than 2 tokens."""
     facts = loaded.facts
     if facts.kind != "decoder":

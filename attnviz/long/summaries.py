@@ -21,6 +21,7 @@ from attnviz.long.maps import LongAttention, flush_denormals
 from attnviz.long.pooled import DEFAULT_TILES, PooledGrid, Pooler, row_blocks
 from attnviz.metrics.entropy import padding_positions
 from attnviz.metrics.roles import ROLE_KEYS, RoleReader, RoleScores, broadness
+from attnviz.progress import check
 
 BLOCK_ROWS = 256
 MASKED = -1e30  # finite stand-in for -inf: exp gives exactly 0 and 0 * MASKED stays 0 (not nan)
@@ -183,8 +184,7 @@ class _Pass:
         (n, head, d), from the same weights (the pass run inside the forward instead of the kernel)."""
         self.start_layer(layer)
         for q0, q1 in self.blocks:
-            if cancelled is not None and cancelled():
-                raise BadInput("The recording was cancelled; nothing was kept.")
+            check(cancelled, "The recording")
             self.block(layer, q0, q1, value, out)
 
     def run(self, progress, cancelled) -> None:
@@ -269,7 +269,7 @@ def summarise(long: LongAttention, *, tiles: int = DEFAULT_TILES, rows: int = BL
               progress=None, cancelled=None) -> LongSummaries:
     """Every summary of `long`, in one blockwise pass (every head of a layer at once, `rows` query rows at a
     time). progress(done, total) is called after each layer; cancelled() returning True stops the pass
-    (BadInput: nothing half-computed is returned)."""
+    (attnviz.progress.Cancelled: nothing half-computed is returned)."""
     import torch
 
     state = _Pass(long, tiles, rows)

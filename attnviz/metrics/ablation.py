@@ -1,11 +1,10 @@
-"""Head ablation: zero chosen heads at the input of each layer's attention output projection.
+"""Head ablation: zero chosen heads where their outputs enter each layer's attention output projection.
 
-transformers 5 silently ignores `head_mask`, so a forward pre-hook zeroes the heads' slice of
-the concatenated head outputs; the hooks live only for one forward pass, under the model lock.
+transformers 5 silently ignores `head_mask`, so the heads' slices of hook point blocks.{i}.attn.hook_z
+(batch, pos, head, d_head) are replaced with zeros through the model adapter, for one forward pass.
 """
 from __future__ import annotations
 
-import contextlib
 import inspect
 from dataclasses import dataclass, replace
 from typing import Callable
@@ -14,7 +13,7 @@ import numpy as np
 
 from attnviz.attention import total_variation
 from attnviz.errors import BadInput
-from attnviz.hooks import in_width, output_projection, pre_hooks
+
 
 def check_heads(heads, n_layers: int, n_heads: int) -> frozenset:
     """Validated frozenset of (layer, head); every head at once is refused."""
@@ -34,27 +33,20 @@ def check_heads(heads, n_layers: int, n_heads: int) -> frozenset:
     return frozenset(out)
 
 
-@contextlib.contextmanager
-def ablate(model, heads, n_heads: int):
-    """Context manager: while open, the given (layer, head) pairs output zeros. Hold the model's
-    lock around it (the hooks affect every caller of the model)."""
+def zero_heads(heads, stack: str = "blocks") -> dict:
+    """The adapter replacements that switch off `heads` ({(layer, head)}): {hook point: function}, one per
+    layer, each zeroing its heads' slices of hook_z (batch, pos, head, d_head)."""
     by_layer: dict[int, list[int]] = {}
     for layer, head in heads:
-        by_layer.setdefault(layer, []).append(head)
-    pairs = []
-    for layer, hs in by_layer.items():
-        proj = output_projection(model, layer)  # its input is hook point attn.head_out
-        pairs.append((proj, _zero_heads(sorted(hs), n_heads, in_width(proj) // n_heads)))
-    with pre_hooks(pairs):
-        yield
+        by_layer.setdefault(int(layer), []).append(int(head))
 
-
-def _zero_heads(heads: list[int], n_heads: int, d_head: int):
-    def hook(module, args):
-        x = args[0].clone()  # (batch, seq, n_heads * d_head)
-        x.view(*x.shape[:-1], n_heads, d_head)[..., heads, :] = 0
-        return (x,) + tuple(args[1:])
-    return hook
+    def zero(hs):
+        def fn(z, point):
+            z = z.clone()
+            z[..., hs, :] = 0
+            return z
+        return fn
+    return {f"{stack}.{layer}.attn.hook_z": zero(sorted(hs)) for layer, hs in by_layer.items()}
 
 
 @dataclass(frozen=True)
@@ -74,17 +66,17 @@ def run(loaded, result, heads=frozenset(), *, with_attention: bool = True) -> Ab
     with_attention=False skips returning the attention (faster; `attention` is then None)."""
     import torch
 
+    from attnviz.models.adapter import run as forward
+
     facts = loaded.facts
     heads = check_heads(heads, result.n_layers, result.n_heads) if heads else frozenset()
-    model = loaded.model
     ids = torch.tensor([list(result.token_ids)])
     inputs = {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
-    if facts.kind == "encoder-decoder":
-        model = model.get_encoder()
-    elif facts.kind == "encoder" and "token_type_ids" in inspect.signature(model.forward).parameters:
+    part = "encoder" if facts.kind == "encoder-decoder" else "model"
+    if facts.kind == "encoder" and "token_type_ids" in inspect.signature(loaded.model.forward).parameters:
         inputs["token_type_ids"] = torch.tensor([np.asarray(result.segment_ids).tolist()])
-    with loaded.lock, torch.inference_mode(), ablate(loaded.model, heads, result.n_heads):
-        out = model(**inputs, output_attentions=with_attention, output_hidden_states=True, return_dict=True)
+    out, _ = forward(loaded, inputs, replace=zero_heads(heads), part=part, output_attentions=with_attention,
+                     output_hidden_states=True)
     attention = np.stack([a[0].float().numpy() for a in out.attentions]) if with_attention else None
     last = out.last_hidden_state if getattr(out, "last_hidden_state", None) is not None else out.hidden_states[-1]
     emb = last[0].float().mean(dim=0)  # one sentence, no padding: the masked mean is the plain mean

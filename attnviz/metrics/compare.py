@@ -5,13 +5,14 @@ import numpy as np
 
 from attnviz.attention import total_variation
 from attnviz.errors import BadInput
+from attnviz.units import count_text
 
 
 def check_same_length(a, b) -> None:
     """Raise BadInput unless two AttentionResults have the same number of tokens."""
     if a.seq_len != b.seq_len:
         raise BadInput(
-            f"The two texts have different lengths ({a.seq_len} and {b.seq_len} tokens, special tokens "
+            f"The two texts have different lengths ({a.seq_len} and {count_text(b.seq_len)} tokens, special tokens "
             "included), so their attention matrices cannot be laid on top of each other. Edit one so both "
             "have the same number of tokens (e.g. swap one word for another)."
         )

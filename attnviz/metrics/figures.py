@@ -4,6 +4,9 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
+from attnviz.plotting import attach_numbers, matrix_csv
+from attnviz.units import count_text
+
 # Largest matrix side sent as is; longer inputs are block-averaged down to at most this.
 MAX_MATRIX_SIDE = 192
 # Most tick labels per axis before labels are thinned out.
@@ -98,7 +101,7 @@ def matrix_heatmap(m: np.ndarray, row_labels, col_labels, *, title: str, zmin=No
     cl = [f"{col_labels[j]} ({j})" if factor == 1 else f"{j}-{min(j + factor, len(col_labels)) - 1}" for j in cols]
     notes = []
     if factor > 1:
-        notes.append(f"{len(row_labels)} tokens: {factor}x{factor} blocks averaged")
+        notes.append(f"{count_text(len(row_labels))} tokens: {factor}x{factor} blocks averaged")
     if zmax is None and zmid is None and small.size > 64 * 64:
         # long inputs: one sink column would wash out the rest; clip colours at the 99th percentile
         zmax = float(np.nanquantile(small, 0.99)) or None
@@ -119,12 +122,16 @@ def matrix_heatmap(m: np.ndarray, row_labels, col_labels, *, title: str, zmin=No
         xv, xt = _ticks(cl, np.arange(n_c), 16)
         yv, yt = _ticks(rl, np.arange(n_r), 16)
     side = height or int(min(640, max(320, 18 * n_r + 140)))
+    heading = title.split("<br>")[0]
     fig.update_layout(title=title, height=side, margin=dict(l=90, r=20, t=70, b=90),
                       xaxis=dict(title=xtitle, tickmode="array", tickvals=xv, ticktext=xt, tickangle=-60,
                                  constrain="domain"),
                       yaxis=dict(title=ytitle, tickmode="array", tickvals=yv, ticktext=yt, autorange="reversed",
                                  scaleanchor="x", constrain="domain"))
-    return fig
+    # the CSV holds every value of m at full precision (the figure shows rounded, maybe block-averaged, cells)
+    return attach_numbers(fig, lambda: matrix_csv(m, [f"{i}:{t}" for i, t in enumerate(row_labels)],
+                                                  [f"{j}:{t}" for j, t in enumerate(col_labels)], heading,
+                                                  rows=ytitle, columns=xtitle))
 
 
 def token_bars(values: np.ndarray, tokens, *, title: str, ytitle: str, highlight: int | None = None,

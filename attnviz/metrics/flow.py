@@ -15,6 +15,7 @@ import networkx as nx
 import numpy as np
 
 from attnviz.errors import BadInput
+from attnviz.units import count_text
 
 MAX_FLOW_TOKENS = 24  # every pair is one max-flow problem on a (layers + 1) x n node graph
 
@@ -35,7 +36,7 @@ def flow_graph(mixes: np.ndarray, upto: int) -> nx.DiGraph:
 def check_flow_size(n: int) -> None:
     if n > MAX_FLOW_TOKENS:
         raise BadInput(f"Attention flow solves one maximum-flow problem per pair of tokens, so it is offered for "
-                       f"inputs of at most {MAX_FLOW_TOKENS} tokens; this one has {n}. Shorten the text, or "
+                       f"inputs of at most {count_text(MAX_FLOW_TOKENS)} tokens; this one has {n}. Shorten the text, or "
                        "use rollout, which scales to long inputs.")
 
 

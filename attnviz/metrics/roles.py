@@ -9,6 +9,7 @@ import numpy as np
 from attnviz.errors import BadInput
 from attnviz.attention import allowed_keys
 from attnviz.metrics.entropy import padding_positions, row_entropy
+from attnviz.units import count_text
 
 # role key -> (short label, definition shown on the page). Order = tie-break order.
 ROLES: dict[str, tuple[str, str]] = {
@@ -28,17 +29,51 @@ ROLES: dict[str, tuple[str, str]] = {
     "first": ("first-token sink", "mean over queries of the weight on position 0, whatever token it is"),
 }
 ROLE_KEYS = tuple(ROLES)
+# Roles a causal model's heads cannot have, and why (the page says so instead of listing them).
+CAUSAL_LEFT_OUT: dict[str, str] = {
+    "cls": "a causal model has no [CLS]: weight on its first position is the first-token sink",
+    "sep": "a causal model's end-of-text token comes last, so no other token can attend to it",
+    "next": "a causal model cannot attend to the next token",
+}
+# Why a role can be undefined for every head of a model on its inputs.
+UNDEFINED = {
+    "cls": "the inputs start with no [CLS]-like special token",
+    "sep": "the inputs hold no [SEP]-like special token",
+    "next": "no input has a next token",
+    "punct": "the inputs hold no punctuation",
+}
 
 
 @dataclass(frozen=True)
 class RoleScores:
     """Role scores of every head; nan where a role is undefined for the input."""
 
-    scores: np.ndarray  # float32 (role, layer, head), roles in ROLE_KEYS order
+    scores: np.ndarray  # float32 (role, layer, head), roles in `roles` order
     n_inputs: int = 1  # how many inputs were averaged
+    roles: tuple[str, ...] = ROLE_KEYS  # the role keys of the first axis
 
     def __getitem__(self, role: str) -> np.ndarray:
-        return self.scores[ROLE_KEYS.index(role)]
+        return self.scores[self.roles.index(role)]
+
+    def only(self, roles) -> "RoleScores":
+        """These scores restricted to `roles` (keys of ROLES, in the order given)."""
+        roles = tuple(roles)
+        return RoleScores(self.scores[[self.roles.index(r) for r in roles]], self.n_inputs, roles)
+
+
+def applicable_roles(scores: RoleScores, causal: bool) -> tuple[tuple[str, ...], dict[str, str]]:
+    """(roles to show, {role left out: why}): a role is shown when it applies to the model's kind (a causal
+    model has no [CLS], no [SEP] others can see and no next token: CAUSAL_LEFT_OUT) and at least one head has
+    a score for it on the inputs."""
+    shown, left_out = [], {}
+    for role in scores.roles:
+        if causal and role in CAUSAL_LEFT_OUT:
+            left_out[role] = CAUSAL_LEFT_OUT[role]
+        elif np.isnan(scores[role]).all():
+            left_out[role] = UNDEFINED.get(role, "it is undefined for these inputs")
+        else:
+            shown.append(role)
+    return tuple(shown), left_out
 
 
 def is_punctuation(token: str) -> bool:
@@ -73,7 +108,7 @@ def role_scores(attention: np.ndarray, tokens, special_mask, *, causal: bool = F
         raise BadInput(f"attention must be (layer, head, n, n), got shape {att.shape}")
     n_layers, n_heads, n, _ = att.shape
     if len(tokens) != n or len(special_mask) != n:
-        raise BadInput(f"{len(tokens)} tokens for {n} attention positions")
+        raise BadInput(f"{count_text(len(tokens))} tokens for {n} attention positions")
     reader = RoleReader(tokens, special_mask, causal=causal)
     out = np.full((len(ROLE_KEYS), n_layers, n_heads), np.nan, dtype=np.float32)
     for layer in range(n_layers):
@@ -149,7 +184,7 @@ def average_scores(items: list[RoleScores]) -> RoleScores:
     total = np.where(defined, stack, 0).sum(axis=0)
     count = defined.sum(axis=0)
     mean = np.divide(total, count, out=np.full(total.shape, np.nan, dtype=np.float32), where=count > 0)
-    return RoleScores(mean.astype(np.float32), n_inputs=sum(s.n_inputs for s in items))
+    return RoleScores(mean.astype(np.float32), n_inputs=sum(s.n_inputs for s in items), roles=items[0].roles)
 
 
 def strongest_role(scores: RoleScores, min_score: float = 0.0) -> tuple[np.ndarray, np.ndarray]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from attnviz.errors import BadInput
+from attnviz.units import count_text
 
 HEAD_FUSIONS = ("mean", "max", "min")
 
@@ -89,7 +90,7 @@ def mixing_matrices(fused_layers: np.ndarray, *, residual: float = 0.5, discard_
         raise BadInput(f"fused attention must be (layer, n, n), got shape {fl.shape}")
     n_layers, n = fl.shape[0], fl.shape[1]
     if any(not (-n <= c < n) for c in keep_cols):
-        raise BadInput(f"A kept column is outside the {n} positions.")
+        raise BadInput(f"A kept column is outside the {count_text(n)} positions.")
     out = np.empty((n_layers, n, n), dtype=np.float32)
     for layer in range(n_layers):
         fused = fl[layer]

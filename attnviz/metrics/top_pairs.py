@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from attnviz.errors import BadInput
+from attnviz.units import count_text
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ def top_pairs(items, k: int = 20, *, skip_special: bool = True, skip_self: bool 
         m = np.asarray(m, dtype=np.float64)
         n = len(tokens)
         if m.shape != (n, n):
-            raise BadInput(f"sentence {s}: a {m.shape} matrix for {n} tokens")
+            raise BadInput(f"sentence {s}: a {m.shape} matrix for {count_text(n)} tokens")
         keep = np.ones((n, n), dtype=bool)
         if skip_special:
             spec = np.asarray(special, dtype=bool)

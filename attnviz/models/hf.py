@@ -3,19 +3,14 @@ from __future__ import annotations
 
 import os
 import socket
+from dataclasses import replace
 from pathlib import Path
 
-from attnviz.errors import AttentionUnavailable, ModelMissing, ModelNotFound
+from attnviz.errors import AttentionUnavailable, ModelMissing, ModelNotFound, ModelTooLarge
+from attnviz.models import converted
+from attnviz.progress import Progress, report
 from attnviz.runtime import cached_folder, check_fits, config_value
 from attnviz.types import ModelFacts
-
-# Model types whose base model is a bidirectional encoder. Everything in transformers'
-# causal-LM mapping that is not listed here is treated as a causal decoder.
-ENCODER_TYPES = frozenset({
-    "bert", "roberta", "distilbert", "albert", "electra", "xlm-roberta", "camembert",
-    "deberta", "deberta-v2", "mpnet", "ernie", "modernbert", "megatron-bert", "xlm",
-    "flaubert", "layoutlm", "funnel", "squeezebert", "mobilebert", "nomic_bert",
-})
 
 # kind -> name of the transformers Auto class used to load it
 AUTO_CLASS = {
@@ -26,28 +21,39 @@ AUTO_CLASS = {
 
 
 def model_kind(config) -> str:
-    """'encoder', 'decoder' or 'encoder-decoder' for a transformers config."""
-    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+    """'encoder', 'decoder' or 'encoder-decoder' for a transformers config: the family table's kind, else
+    an encoder when transformers has a masked-LM head for the type (BERT-like) and the config is no decoder,
+    a decoder when it has a causal-LM head."""
+    from transformers.models.auto.modeling_auto import (MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+                                                        MODEL_FOR_MASKED_LM_MAPPING_NAMES)
+
+    from attnviz.models.families import family_for_type
 
     if getattr(config, "is_encoder_decoder", False):
         return "encoder-decoder"
-    if config.model_type in ENCODER_TYPES:
+    fam = family_for_type(config.model_type)
+    if fam is not None:
+        return fam.kind
+    is_decoder = getattr(config, "is_decoder", False)
+    if config.model_type in MODEL_FOR_MASKED_LM_MAPPING_NAMES and not is_decoder:
         return "encoder"
-    if config.model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES or getattr(config, "is_decoder", False):
+    if config.model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES or is_decoder:
         return "decoder"
     return "encoder"
 
 
 def position_scheme(config) -> str:
-    mt = config.model_type
-    if mt in ("t5", "mt5", "umt5", "longt5", "deberta", "deberta-v2"):
-        return "relative"
-    if mt in ("bloom", "mpt", "falcon") and not getattr(config, "rotary", False):
+    """"learned", "rope", "relative", "alibi", "sinusoidal" or "unknown": the family table's, else read off
+    the config (RoPE parameters, a maximum number of positions)."""
+    from attnviz.models.families import family_for_type
+
+    if getattr(config, "alibi", False) is True:  # Falcon can run either way
         return "alibi"
+    fam = family_for_type(config.model_type)
+    if fam is not None:
+        return fam.positions
     if getattr(config, "rope_theta", None) is not None or getattr(config, "rope_parameters", None):
         return "rope"
-    if mt in ("bart", "mbart", "marian", "pegasus") and getattr(config, "static_position_embeddings", False):
-        return "sinusoidal"
     if config_value(config, ("max_position_embeddings", "n_positions")) is not None:
         return "learned"
     return "unknown"
@@ -95,12 +101,59 @@ def cached_hub_models() -> list[str]:
         return []
 
 
-def load_hf(name: str, *, gguf_file: str | None = None, source: str = ""):
+# Share of a load's time spent once the config, the weights and the tokenizer are read (the rest of a
+# GGUF load saves the converted copy). Measured here (machine load ~19 on 2 cores): SmolLM2's GGUF file,
+# config 39 s, weights 119 s, tokenizer 47 s, saving the copy 5 s; its converted copy, config 0.02 s,
+# weights 0.7 s, tokenizer 1.1-2.4 s; MiniLM's folder, mostly its weights.
+FOLDER_STAGES = (0.02, 0.5, 1.0)
+GGUF_STAGES = (0.18, 0.75, 0.97)  # then saving the converted copy up to 1.0
+UNITS = 100  # progress is reported in hundredths of the load
+
+
+def load_hf(name: str, *, gguf_file: str | None = None, source: str = "", progress: Progress | None = None):
     """(model, tokenizer, facts) for a hub id or a local folder, eager attention, eval mode.
 
-    Tries the local files (folder or HF cache) first and the hub only when it is reachable.
-    Raises ModelNotFound / AttentionUnavailable with plain messages.
+    Tries the local files (folder or HF cache) first and the hub only when it is reachable. A GGUF file
+    in a folder is dequantised once and read from its converted copy in the user's cache afterwards
+    (attnviz.models.converted). progress(done, 100, label) after each stage. Raises ModelNotFound /
+    AttentionUnavailable with plain messages.
     """
+    if gguf_file and Path(name).expanduser().is_dir():
+        return _load_gguf(Path(name).expanduser(), gguf_file, source, progress)
+    return _load(name, gguf_file=gguf_file, source=source, progress=progress,
+                 stages=GGUF_STAGES if gguf_file else FOLDER_STAGES)
+
+
+def _load_gguf(folder: Path, gguf_file: str, source: str, progress: Progress | None):
+    """A GGUF model from its converted copy when there is a complete one, else from the file (then saving a copy)."""
+    gguf = folder / gguf_file
+    if not gguf.is_file():
+        raise ModelNotFound(f"There is no GGUF file {gguf}.")
+    copy = converted.folder_for(gguf)
+    if converted.is_complete(copy, gguf):
+        try:
+            model, tokenizer, facts = _load(str(copy), source=source, progress=progress)
+            return model, tokenizer, replace(facts, name=str(folder))  # named as when read from the file
+        except ModelTooLarge:  # the GGUF file's weights would not fit either
+            raise
+        except Exception:  # a damaged copy: drop it, read the GGUF file again below and save a new one
+            converted.discard(copy)
+    model, tokenizer, facts = read_gguf(folder, gguf_file, source, progress)
+    report(progress, int(UNITS * GGUF_STAGES[-1]), UNITS, "saving a converted copy for the next loads")
+    converted.save(model, tokenizer, copy, gguf)
+    report(progress, UNITS, UNITS, "loaded")
+    return model, tokenizer, facts
+
+
+def read_gguf(folder: Path, gguf_file: str, source: str, progress: Progress | None = None):
+    """(model, tokenizer, facts) dequantised from the GGUF file by transformers (the slow way)."""
+    return _load(str(folder), gguf_file=gguf_file, source=source, progress=progress, stages=GGUF_STAGES)
+
+
+def _load(name: str, *, gguf_file: str | None = None, source: str = "", progress: Progress | None = None,
+          stages: tuple[float, float, float] = FOLDER_STAGES):
+    """load_hf's work for one source (a folder, a hub id, or a folder's GGUF file read by transformers);
+    `stages`: the shares of the load reported after the config, the weights and the tokenizer."""
     import transformers
     from transformers import AutoConfig, AutoTokenizer
 
@@ -132,6 +185,7 @@ def load_hf(name: str, *, gguf_file: str | None = None, source: str = ""):
             last_error = e
     else:
         raise ModelMissing(name) from last_error
+    report(progress, int(UNITS * stages[0]), UNITS, "config read; reading the weights")
 
     kind = model_kind(config)
     auto_cls = getattr(transformers, AUTO_CLASS[kind])
@@ -142,7 +196,9 @@ def load_hf(name: str, *, gguf_file: str | None = None, source: str = ""):
         model = auto_cls.from_pretrained(
             where, config=config, attn_implementation="eager", local_files_only=local_only, **kwargs
         )
+        report(progress, int(UNITS * stages[1]), UNITS, "weights read; reading the tokenizer")
         tokenizer = AutoTokenizer.from_pretrained(where, local_files_only=local_only, **kwargs)
+        report(progress, int(UNITS * stages[2]), UNITS, "tokenizer read")
     except ValueError as e:
         text = str(e)
         if "eager" in text or "attn_implementation" in text:

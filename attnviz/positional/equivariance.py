@@ -11,6 +11,7 @@ from attnviz.attention import scaled_dot_product
 from attnviz.errors import BadInput
 from attnviz.positional.rope import apply_rope
 from attnviz.positional.sinusoidal import sinusoidal
+from attnviz.units import count_text
 
 SCHEMES = ("none", "sinusoidal", "rope")  # what the demo layer adds: nothing, PE to the input, RoPE on q/k
 MAX_WORDS = 64
@@ -88,7 +89,7 @@ def permutation_demo(text: str, scheme: str = "none", perm=None, seed: int = 0) 
     if len(tokens) < 2:
         raise BadInput("Type a sentence of at least two words: one token has nothing to be shuffled with.")
     if len(tokens) > MAX_WORDS:
-        raise BadInput(f"The demo takes at most {MAX_WORDS} words; the sentence has {len(tokens)}.")
+        raise BadInput(f"The demo takes at most {count_text(MAX_WORDS)} words; the sentence has {len(tokens)}.")
     n = len(tokens)
     if perm is None:
         rng = np.random.default_rng(seed)

@@ -5,6 +5,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from attnviz.errors import BadInput
+from attnviz.units import count_text
 
 MAX_CELLS_SIDE = 256  # a heatmap shows at most this many rows and columns (block means beyond)
 FONT = dict(size=14)
@@ -159,7 +160,7 @@ AXES_QK = dict(x_title="key position", y_title="query position")
 def sinusoidal_table(table: np.ndarray) -> go.Figure:
     """The (max_len, d_model) sinusoidal table as a heatmap."""
     max_len, d_model = table.shape
-    return table_heatmap(table, title=f"PE table: {max_len} positions x {d_model} dimensions",
+    return table_heatmap(table, title=f"PE table: {count_text(max_len)} positions x {d_model} dimensions",
                          x_title="dimension", y_title="position", value_name="PE", height=480)
 
 

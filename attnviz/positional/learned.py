@@ -7,9 +7,6 @@ import numpy as np
 
 from attnviz.errors import AttnvizError
 
-# Leaf names under which transformers keeps a position-embedding table, most common first.
-TABLE_NAMES = ("position_embeddings", "wpe", "embed_positions", "position_embedding", "pos_embed")
-
 SCHEME_TEXT = {
     "rope": "rotary position embedding (RoPE): positions enter by rotating the queries and keys "
             "inside every attention layer, so there is no table of position vectors to show",
@@ -66,14 +63,11 @@ def position_embeddings(loaded) -> LearnedPositions:
     """
     import torch
 
+    from attnviz.models.families import table_module
+
     model, facts = loaded.model, loaded.facts
-    found = None
-    for name, module in model.named_modules():
-        leaf = name.rsplit(".", 1)[-1]
-        if leaf in TABLE_NAMES and isinstance(module, torch.nn.Embedding):
-            found = (name, module)
-            break  # the first one: the encoder's table in encoder-decoders
-    if found is None:
+    found = table_module(model, "pos_embed")  # the encoder's table in encoder-decoders
+    if found is None or not isinstance(found[1], torch.nn.Embedding):
         raise NoPositionEmbeddings(_no_table_message(facts.name, facts.position_scheme, model.config))
     name, module = found
     offset = getattr(module, "offset", None)  # BART / OPT tables shift positions by 2

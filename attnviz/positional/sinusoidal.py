@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from attnviz.errors import BadInput
+from attnviz.units import count_text
 
 MAX_LENGTH = 8192  # longest table the app builds; beyond it the figures become meaningless
 MAX_DIM = 4096  # widest d_model the app builds
@@ -86,7 +87,7 @@ def shift_prediction(table: np.ndarray, pos: int, k: int, base: float = 10000.0)
     if table.ndim != 2:
         raise BadInput(f"Expected a (positions, d_model) table, got shape {table.shape}.")
     if pos < 0 or k < 0 or pos + k >= table.shape[0]:
-        raise BadInput(f"pos + k = {pos + k} is past the table ({table.shape[0]} positions). Lower pos or k.")
+        raise BadInput(f"pos + k = {pos + k} is past the table ({count_text(table.shape[0])} positions). Lower pos or k.")
     m_k = shift_matrix(k, table.shape[1], base)
     return m_k, table[pos + k], m_k @ table[pos]
 
@@ -97,7 +98,7 @@ def shift_property_error(pe: np.ndarray, k: int, base: float = 10000.0) -> float
     if pe.ndim != 2:
         raise BadInput(f"Expected a (positions, d_model) table, got shape {pe.shape}.")
     if not 0 <= k < pe.shape[0]:
-        raise BadInput(f"The offset k must be between 0 and {pe.shape[0] - 1} for a table of {pe.shape[0]} positions.")
+        raise BadInput(f"The offset k must be between 0 and {pe.shape[0] - 1} for a table of {count_text(pe.shape[0])} positions.")
     check_even_dim(pe.shape[1])
     w = sinusoidal_frequencies(pe.shape[1], base)
     c, s = np.cos(k * w), np.sin(k * w)

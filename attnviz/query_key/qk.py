@@ -1,13 +1,11 @@
 """Query and key vectors as the model really uses them, and one attention row rebuilt from them.
 
-`query_key` runs the model once with a registered attention function that records each layer's
-query (after projection and RoPE) and key, then hands over to the model family's own eager
-attention. `query_row` rebuilds one softmax row from them: products q_d·k_jd, scores
+`query_key` runs the model once through the model adapter, reading hook points blocks.{i}.attn.hook_q
+(after projection and RoPE) and hook_k of every layer, and checking them against hook_pattern (the model
+family's own eager attention) as they go. `query_row` rebuilds one softmax row from them: products q_d·k_jd, scores
 scaling·q·k_j, and the softmax over the keys the row may see."""
 from __future__ import annotations
 
-import sys
-import threading
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -15,18 +13,15 @@ import numpy as np
 
 from attnviz.errors import AttentionUnavailable, BadInput
 from attnviz.attention import softmax
-from attnviz.hooks import attention_function, register_attention
 from attnviz.extract import encode
 from attnviz.types import LayerHeadShape
 from attnviz.attention import allowed_keys
+from attnviz.units import count_text
 
-NAME = "attnviz_qk_capture"
 # Largest |softmax(q·k·scaling) - the model's attention| accepted as "the same row".
 TOLERANCE = 1e-4
 # Query rows per layer compared with the model's own weights while capturing (all rows up to this).
 CHECK_ROWS = 64
-_STATE = threading.local()  # the recording of the forward running in this thread
-_REGISTERED = False
 
 
 @dataclass(frozen=True)
@@ -72,28 +67,6 @@ def _unsupported(model_type: str, why: str) -> AttentionUnavailable:
         f"q·k × scaling followed by a softmax. The '{model_type}' model does not qualify: {why}")
 
 
-def _family_eager(module):
-    """The eager attention function of the module's own model family (or transformers' SDPA)."""
-    fn = getattr(sys.modules.get(type(module).__module__), "eager_attention_forward", None)
-    if fn is None:
-        from transformers.integrations.sdpa_attention import sdpa_attention_forward as fn
-    return fn
-
-
-def _record(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
-    """Registered attention function: record q, k and scaling, then run the family's eager attention."""
-    state = _STATE.current
-    if scaling is None:
-        scaling = query.size(-1) ** -0.5
-    out, weights = _family_eager(module)(module, query, key, value, attention_mask, scaling=scaling,
-                                         dropout=dropout, **kwargs)
-    layer = getattr(module, "layer_idx", None)
-    layer = state.calls if layer is None else int(layer)
-    state.calls += 1
-    state.add(layer, query, key, float(scaling), weights)
-    return out, weights
-
-
 class _Recording:
     """Preallocated arrays filled layer by layer while the model runs (batch of one)."""
 
@@ -103,20 +76,20 @@ class _Recording:
         self.query = self.key = None
         self.scaling = np.full(n_layers, np.nan)
         self.seen: set[int] = set()
-        self.calls = 0
         self.n_kv_heads = n_heads
         self.max_error = 0.0
         self.problem: str | None = None
         self.allowed = None  # bool tensor (T, T) of visible keys, made on first use
 
     def add(self, layer: int, query, key, scaling: float, weights) -> None:
-        _, n_heads, seq_len, d_head = query.shape  # (B, H, T, d)
-        n_kv = key.shape[1]  # key: (B, H_kv, T, d)
+        """Layer `layer`'s query (head, T, d) and key (kv_head, T, d) tensors, checked against its weights."""
+        n_heads, seq_len, d_head = query.shape
+        n_kv = key.shape[0]
         if layer in self.seen or not 0 <= layer < self.n_layers:
             self.problem = (f"its attention layer {layer} ran more than once or is not one of its "
                             f"{self.n_layers} layers.")
             return
-        if n_heads != self.n_heads or seq_len != self.seq_len or key.shape[2] != seq_len or n_heads % n_kv:
+        if n_heads != self.n_heads or seq_len != self.seq_len or key.shape[1] != seq_len or n_heads % n_kv:
             self.problem = "its attention layers do not see the whole input as one block of heads."
             return
         if self.query is None:
@@ -126,8 +99,8 @@ class _Recording:
         self.n_kv_heads = n_kv
         import torch
 
-        q = query[0].detach().float()  # (H, T, d)
-        k = key[0].detach().float().repeat_interleave(n_heads // n_kv, dim=0)  # (H_kv, T, d) -> (H, T, d)
+        q = query.detach().float()  # (H, T, d)
+        k = key.detach().float().repeat_interleave(n_heads // n_kv, dim=0)  # (H_kv, T, d) -> (H, T, d)
         self.query[layer], self.key[layer], self.scaling[layer] = q.numpy(), k.numpy(), scaling
         if weights is None:
             self.max_error = float("nan")
@@ -148,41 +121,38 @@ def visible_keys(seq_len: int, causal: bool, key_mask: np.ndarray | None = None)
     return allowed if key_mask is None else allowed & np.asarray(key_mask, dtype=bool)[None, :]
 
 
-def _register() -> None:
-    global _REGISTERED
-    if _REGISTERED:
-        return
-    register_attention(NAME, _record)
-    _REGISTERED = True
-
-
 def query_key(loaded, text: str, text_pair: str | None = None, max_tokens: int | None = None) -> QueryKey:
     """Queries and keys of every layer and head of `loaded` (a LoadedModel) on text, tokenised
     exactly as `extract` does. Encoder-decoders: the encoder's self-attention only.
 
     Raises BadInput (empty text) or AttentionUnavailable (a model whose attention is not plain
     scaled q·k: relative position biases, soft-capping, or no use of transformers' attention functions)."""
-    import torch
+    from attnviz.models.adapter import record
+    from attnviz.models.families import family_of
 
-    _register()
     facts, model = loaded.facts, loaded.model
     model_type = getattr(model.config, "model_type", "unknown")
+    try:
+        why = family_of(model).why_not("query_key")
+    except BadInput as e:
+        why = str(e)
+    if why:
+        raise _unsupported(model_type, why)
     e = encode(loaded, text, text_pair, max_tokens=max_tokens)
     n = len(e.ids)
     key_mask = e.inputs["attention_mask"][0].numpy().astype(bool)
     state = _Recording(facts.n_layers, facts.n_heads, n, facts.causal, key_mask)
-    runner, inputs = model, dict(e.inputs)
+    part, inputs = "model", dict(e.inputs)
     if facts.kind == "encoder-decoder":
-        runner = model.get_encoder()
-        inputs = {k: v for k, v in inputs.items() if k in ("input_ids", "attention_mask")}
-    configs = (model.config, getattr(runner, "config", model.config))
-    with loaded.lock, torch.inference_mode():
-        _STATE.current = state
-        try:
-            with attention_function(configs, NAME):  # hook points attn.q, attn.k; we hold the lock
-                runner(**inputs, output_attentions=True, return_dict=True)
-        finally:
-            _STATE.current = None
+        part, inputs = "encoder", {k: v for k, v in inputs.items() if k in ("input_ids", "attention_mask")}
+
+    def check(weights, point):  # hook_pattern of block i: its q and k were just recorded
+        q, k = rec[f"blocks.{point.layer}.attn.hook_q"], rec[f"blocks.{point.layer}.attn.hook_k"]  # (B, T, H, d)
+        state.add(point.layer, q[0].transpose(0, 1), k[0].transpose(0, 1), point.call.scaling, weights)
+
+    with record(loaded, hooks=["blocks.*.attn.hook_q", "blocks.*.attn.hook_k"],
+                replace={"blocks.*.attn.hook_pattern": check}) as rec:
+        rec.forward(**inputs, part=part)
     if state.problem:
         raise _unsupported(model_type, state.problem)
     if len(state.seen) != facts.n_layers:
@@ -231,7 +201,7 @@ def query_row(qk: QueryKey, layer: int, head: int, query: int, attention_row: np
     if attention_row is not None:
         row = np.asarray(attention_row, dtype=np.float64)
         if row.shape != weights.shape:
-            raise BadInput(f"The attention row has {row.shape[-1]} keys but the input has {qk.seq_len} tokens.")
+            raise BadInput(f"The attention row has {count_text(row.shape[-1])} keys but the input has {count_text(qk.seq_len)} tokens.")
         err = float(np.abs(weights - row).max())
         if not err <= TOLERANCE:
             raise _unsupported(qk.model_type, f"the softmax rebuilt from q and k differs from the attention "

@@ -9,6 +9,7 @@ import numpy as np
 
 from attnviz.errors import AttnvizError, BadInput, ModelNotFound
 from attnviz.training.runs import Run
+from attnviz.units import count_text
 
 MAX_CHECKPOINTS = 24  # more would take minutes to load one after another
 
@@ -92,7 +93,7 @@ def checkpoint_series(specs: list[str], text: str, callback=None, max_tokens: in
             first = res
         elif res.tokens != first.tokens or res.attention.shape != first.attention.shape:
             raise BadInput(f"Checkpoint {i + 1} ({spec}) does not match checkpoint 1: "
-                           f"{res.n_layers}x{res.n_heads} heads on {res.seq_len} tokens versus "
+                           f"{res.n_layers}x{res.n_heads} heads on {count_text(res.seq_len)} tokens versus "
                            f"{first.n_layers}x{first.n_heads} on {first.seq_len}. A series must be one model.")
         frames.append(np.array(res.attention))
         labels.append(Path(spec).name if Path(spec).expanduser().exists() else spec)

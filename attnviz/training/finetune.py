@@ -4,6 +4,7 @@ from __future__ import annotations
 import copy
 import itertools
 import json
+import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -21,7 +22,7 @@ SENTENCES = Path(__file__).resolve().parent.parent.parent / "assets" / "finetune
 class FinetuneConfig:
     steps: int = 120  # optimisation steps (one batch each)
     batch_size: int = 16  # sentences per step
-    lr: float = 1e-4  # AdamW learning rate for the encoder and the new classifier
+    lr: float = 1e-5  # AdamW learning rate for the encoder and the new classifier (1e-4 learns the templates in ~16 steps)
     snapshot_every: int = 4  # record the probe's attention every k steps (plus step 0 and the last)
     freeze_embeddings: bool = True  # keep the word embeddings fixed (faster, and the heads must adapt)
     seed: int = 0  # seeds the classifier head and the batch order
@@ -33,6 +34,20 @@ class FinetuneConfig:
             raise BadInput("Steps, batch size and snapshot interval must all be at least 1.")
         if not self.lr > 0:
             raise BadInput("The learning rate must be greater than 0.")
+
+
+def timing_note(meta: dict) -> str | None:
+    """How long a run took, said with how it was measured: its wall-clock seconds, the processor seconds of the
+    training thread and the machine's load average when it ended (None for a run without processor time)."""
+    cpu, wall = meta.get("cpu_seconds"), meta.get("seconds")
+    if cpu is None or wall is None:
+        return None
+    load, cores = meta.get("load_average"), meta.get("cpu_count")
+    busy = load is not None and cores and load > cores
+    where = (f" while the machine was busy (load average {load:.1f} on {cores} cores)" if busy else
+             f" (load average {load:.1f} on {cores} cores)" if load is not None and cores else "")
+    return (f"Wall clock {wall:.0f} s{where}; the training itself used {cpu:.0f} s of processor time on one "
+            f"thread{', about what it takes on a machine with a core to itself' if busy else ''}.")
 
 
 def template_sentences(path: Path = SENTENCES) -> tuple[list[tuple[str, int]], list[tuple[str, int]], str]:
@@ -63,7 +78,7 @@ def finetune(config: FinetuneConfig = FinetuneConfig(), loaded=None, callback=No
     from attnviz.models import load_model
     from attnviz.types import LoadedModel
 
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.thread_time()
     old_threads = torch.get_num_threads()
     torch.set_num_threads(max(1, config.threads))
     try:
@@ -127,10 +142,15 @@ def finetune(config: FinetuneConfig = FinetuneConfig(), loaded=None, callback=No
                                             callback, cancel)
     finally:
         torch.set_num_threads(old_threads)
-    seconds = time.perf_counter() - start
+    seconds, cpu_seconds = time.perf_counter() - start, time.thread_time() - cpu_start
     if not frames:
         raise BadInput("Fine-tuning recorded nothing.")
-    meta = {"task": "sentiment", "finetune": asdict(config), "seconds": round(seconds, 3), "completed": completed,
+    # the wall-clock seconds depend on what else the machine was doing: keep the processor time of this thread
+    # (torch works in it with one thread) and the load beside them, so a recorded run says how it was measured
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    meta = {"task": "sentiment", "finetune": asdict(config), "seconds": round(seconds, 3),
+            "cpu_seconds": round(cpu_seconds, 3), "load_average": round(load, 2), "cpu_count": os.cpu_count(),
+            "completed": completed,
             "steps_done": step, "final_accuracy": f_acc[-1], "heldout": len(held_sample),
             "expect": "Compare layer 0 with layer 5 (settling grid, entropy): the first layers barely move, while "
                       "the upper layers, closest to the new classifier, shift most; watch the rows of 'not' and "

@@ -11,9 +11,11 @@ import torch
 import torch.nn.functional as F
 
 from attnviz.errors import BadInput
+from attnviz.progress import is_cancelled
 from attnviz.models.scratch import ScratchConfig, ScratchTransformer, facts_for, stacks_to_numpy
 from attnviz.training.runs import Run
 from attnviz.training.tasks import BOS, Batch, Sampler, Task, get_task
+from attnviz.units import count_text
 
 # The default architecture per task, chosen so the live demo learns within seconds.
 DEFAULT_MODELS = {
@@ -119,12 +121,7 @@ def _head(b: Batch, n: int) -> Batch:
     return Batch(b.src[:n], None if b.tgt_in is None else b.tgt_in[:n], b.target[:n], b.loss_mask[:n])
 
 
-def _is_cancelled(cancel) -> bool:
-    if cancel is None:
-        return False
-    if hasattr(cancel, "is_set"):
-        return bool(cancel.is_set())
-    return bool(cancel())
+_is_cancelled = is_cancelled  # attnviz.progress: an Event or a function, None = never
 
 
 def run_steps(steps: int, loss_of_batch: Callable[[], torch.Tensor], opt, params, snapshot, snap_at: set,
@@ -167,7 +164,7 @@ def train(config: TrainConfig = TrainConfig(), callback: Callable[[Progress], No
     task = get_task(config.task)
     cfg = config.model_config()
     if task.input_len > cfg.max_len and cfg.positional in ("learned", "sinusoidal"):
-        raise BadInput(f"The task needs {task.input_len} positions; the model has {cfg.max_len}.")
+        raise BadInput(f"The task needs {count_text(task.input_len)} positions; the model has {cfg.max_len}.")
     old_threads = torch.get_num_threads()
     torch.set_num_threads(max(1, config.threads))
     try:

@@ -20,8 +20,9 @@ from attnviz.errors import AttnvizError
 from attnviz.ui import jobs
 from attnviz.ui.figure import show_figure
 from attnviz.ui.metrics import clicked_head
+from attnviz.units import count_text
 
-JOB = "atlas_job"
+JOB = "at_job"
 SOURCES = ("The default corpus", "A file (.txt, .csv, .conllu)")
 
 
@@ -57,7 +58,8 @@ def run_label(folder: Path, info: dict) -> str:
     n = sum(1 for _ in finished(folder))
     chunks = -(-info.get("n_sentences", 0) // max(info.get("chunk_size", 1), 1))
     state = "complete" if n >= chunks else f"{n} of {chunks} chunks"
-    return f"{info.get('corpus', '?')} · {info.get('n_sentences', '?')} sentences · " + \
+    sentences = count_text(info["n_sentences"], "sentence") if "n_sentences" in info else "? sentences"
+    return f"{info.get('corpus', '?')} · {sentences} · " + \
         f"{'words' if info.get('words') else 'word pieces'} · {state}"
 
 
@@ -65,7 +67,9 @@ def corpus_picker():
     """The corpus chosen on the page (a Corpus), or None after a plain message."""
     source = st.radio("Corpus", SOURCES, key="at_source", horizontal=True,
                       help="The default corpus: the example sentences and 200 sentences generated from a small "
-                           "grammar whose dependency structure is known exactly (gold).")
+                           "English grammar of varied structure (relative clauses, passives, prepositional phrases, "
+                           "adjectives one to three words from their noun) whose dependency parses are known exactly "
+                           "(gold), so no fixed offset finds their heads.")
     if source == SOURCES[0]:
         return cp.default_corpus()
     up = st.file_uploader("One sentence or paragraph a line (.txt), a CSV file, or a CoNLL-U file",
@@ -109,10 +113,10 @@ def run_panel(model_key: str, corpus) -> None:
         _start(model_key, corpus, folder, words)
         st.rerun()
     c2.button("■ Cancel", key="at_cancel", disabled=not running, on_click=jobs.cancel, args=(JOB,))
-    c3.caption(f"{len(corpus)} sentences" + (f" ({corpus.n_cut} long lines cut)" if corpus.n_cut else "")
+    c3.caption(f"{count_text(len(corpus))} sentences" + (f" ({corpus.n_cut} long lines cut)" if corpus.n_cut else "")
                + (f" · parses: {corpus.parser}" if corpus.parser else " · no parses (no syntax report)")
                + f" · stored in `{folder}`")
-    jobs.watch(JOB, lambda job: jobs.progress(job, f"{job.message} · {job.elapsed:.0f} s"), on_done=_collect)
+    jobs.watch(JOB, jobs.bar, on_done=_collect)
     done = st.session_state.get("at_last")
     if done:
         st.success(done) if not done.startswith("Cancelled") else st.info(done)
@@ -131,7 +135,7 @@ def _start(model_key: str, corpus, folder: Path, words: bool) -> None:
         if c.parser == "spaCy (to parse)":
             c = cp.with_parses(replace(c, parser=""), progress=lambda d, t: report(0, 1, f"parsing {d} of {t}"))
         return run_corpus(model_key, c, folder, loaded=loaded, engine="inline", words=words,
-                          progress=lambda d, t, m: report(d, t, f"{d} of {t} sentences · {m}"),
+                          progress=lambda d, t, m: report(d, t, f"{d} of {count_text(t)} sentences · {m}"),
                           cancelled=cancel.is_set)
 
     st.session_state.pop("at_last", None)
@@ -144,7 +148,7 @@ def _collect(job) -> None:
         return
     st.session_state["at_store"] = s.folder
     st.session_state["at_last"] = (("Cancelled: " if s.cancelled else "Done: ")
-                                   + f"{s.n_done} of {s.n_sentences} sentences stored ({s.n_resumed} from an earlier "
+                                   + f"{s.n_done} of {count_text(s.n_sentences)} sentences stored ({s.n_resumed} from an earlier "
                                    f"run, {s.n_truncated} cut at the model's limit) in {s.seconds:.1f} s.")
 
 
@@ -171,14 +175,15 @@ def choose_store(model_key: str):
 
 
 def open_head_on_typical(atlas, layer: int, head: int) -> None:
-    """Open (layer, head) on the heatmap page on its most typical corpus sentence, at the run's level."""
+    """Open (layer, head) on the heatmap page on its most typical corpus sentence, at the run's level (words or
+    pieces); the sidebar says its text was replaced and offers the previous one back."""
     from attnviz.ui.metrics import open_head
-
-    from attnviz.ui.words import queue
+    from attnviz.ui.sidebar import replace_text
 
     _, text = atlas.typical_sentence(layer, head)
-    queue(bool(atlas.info.get("words")))
-    open_head(layer, head, text)
+    replace_text(text, f"The Head atlas opened layer {layer}, head {head} on its most typical corpus sentence, "
+                       "which replaced your text.", words=bool(atlas.info.get("words")))
+    open_head(layer, head)
 
 
 def head_grid_clicks(atlas, fig, key: str) -> None:
@@ -194,7 +199,9 @@ def heads_view(atlas) -> None:
     m = atlas.stat_map(stat)
     head_grid_clicks(atlas, af.stat_map(m, STAT_LABELS[stat], atlas.n_sentences), "at_stat_map")
     st.caption("Each cell is the mean over the corpus's sentences; hover for the 95% interval (mean ± 1.96 standard "
-               "errors, the sentences as the sample). Click a head to open it on its most typical sentence.")
+               "errors, the sentences as the sample). Click a head to open it on the heatmap page on its most typical "
+               "sentence: that sentence replaces the sidebar's text (and Word level follows the run); the sidebar "
+               "then offers your text back.")
 
 
 def pattern_view(atlas) -> None:

@@ -15,17 +15,40 @@ from attnviz.attribution.gradients import DEFAULT_STEPS, MAX_STEPS, MIN_STEPS, c
 from attnviz.errors import AttnvizError
 from attnviz.extract import encode
 from attnviz.metrics.flow import MAX_FLOW_TOKENS
+from attnviz import timings
+from attnviz.models.registry import parameter_count
 from attnviz.ui import jobs
 from attnviz.ui.cache import get_model, trust_report
 from attnviz.ui.figure import figure_beside, show_figure
 from attnviz.ui.heads import token_picker
 from attnviz.ui.share import bind
+from attnviz.units import count_text
 
-JOB = "tr_job"  # session key of the running report
-DONE = "tr_done"  # session key: {settings: TrustReport} of the reports this session has seen
-URL_KEYS = {"tr_kind": str, "tr_pos": int, "tr_token": str, "tr_second": str, "tr_steps": int, "tr_random": bool}
+JOB = "trust_job"  # session key of the running report
+DONE = "trust_done"  # session key: {settings: TrustReport} of the reports this session has seen
+URL_KEYS = {"trust_kind": str, "trust_pos": int, "trust_token": str, "trust_second": str, "trust_steps": int, "trust_random": bool}
+EARLIER_LINK_NAMES = {"tr" + key[len("trust"):]: key for key in URL_KEYS}  # links naming them tr_* still open them
 DEFAULT_SECOND = "A dog slept on the rug because it was exhausted."
+# Above this many parameters the model-randomisation check starts off: it runs every method a second time on a
+# randomised copy (about doubling the run), and on SmolLM2 (135 M) a run on 11 tokens took minutes here.
+RANDOMISE_MAX_PARAMETERS = 50_000_000
 s = st.session_state
+
+
+def randomise_by_default(n_parameters: int) -> bool:
+    """Whether the model-randomisation check starts on for a model of this size."""
+    return n_parameters <= RANDOMISE_MAX_PARAMETERS
+
+
+def _randomise_default(model_key: str, loaded) -> int:
+    """Put the check's default for this model in the toggle (a link's value wins; another model chosen later
+    gets its own default); the model's parameter count."""
+    n_params = parameter_count(loaded)
+    if s.get("_trust_random_model") not in (None, model_key):
+        s["trust_random"] = randomise_by_default(n_params)
+    s["_trust_random_model"] = model_key
+    s.setdefault("trust_random", randomise_by_default(n_params))
+    return n_params
 
 
 @dataclass(frozen=True)
@@ -57,7 +80,7 @@ def _default_position(kind: str, enc) -> int:
 def controls(model_key: str, text: str, pair: str | None) -> Settings | None:
     """The target (only the kinds this model has), its position or second sentence, the steps; None after a
     plain message when the text or model cannot be used."""
-    bind(URL_KEYS)
+    bind(URL_KEYS, former=EARLIER_LINK_NAMES)
     loaded = get_model(model_key)
     kinds = tg.supported_kinds(loaded)
     if not kinds:
@@ -69,64 +92,73 @@ def controls(model_key: str, text: str, pair: str | None) -> Settings | None:
     except AttnvizError as e:
         st.warning(str(e))
         return None
-    if s.get("tr_kind") not in kinds:
-        s["tr_kind"] = kinds[0]
-    steps = s.get("tr_steps", DEFAULT_STEPS)
+    if s.get("trust_kind") not in kinds:
+        s["trust_kind"] = kinds[0]
+    steps = s.get("trust_steps", DEFAULT_STEPS)
     try:
         check_steps(steps)
     except AttnvizError as e:  # a hand-edited link: say so and use the default
         st.warning(f"{e} Using {DEFAULT_STEPS}.")
-        s["tr_steps"] = DEFAULT_STEPS
-    s.setdefault("tr_steps", DEFAULT_STEPS)
-    s.setdefault("tr_random", True)
-    s.setdefault("tr_second", pair or DEFAULT_SECOND)
+        s["trust_steps"] = DEFAULT_STEPS
+    s.setdefault("trust_steps", DEFAULT_STEPS)
+    n_params = _randomise_default(model_key, loaded)
+    s.setdefault("trust_second", pair or DEFAULT_SECOND)
     busy = jobs.running(JOB)
-    logit = s["tr_kind"] in (tg.NEXT_TOKEN, tg.MASKED_TOKEN)
+    logit = s["trust_kind"] in (tg.NEXT_TOKEN, tg.MASKED_TOKEN)
     c1, c2, c3 = st.columns([4, 3, 2] if logit else [4, 4, 0.01])
-    kind = c1.selectbox("Output to explain", kinds, key="tr_kind", format_func=tg.KIND_LABELS.get, disabled=busy,
+    kind = c1.selectbox("Output to explain", kinds, key="trust_kind", format_func=tg.KIND_LABELS.get, disabled=busy,
                         help="One number the model computes from this text. Every method below is asked which "
                              "input tokens that number depends on. Only the outputs this model has are offered.")
     position = token = second = None
     if kind in tg.POSITIONAL:
-        pos = s.get("tr_pos")
+        pos = s.get("trust_pos")
         bad = not isinstance(pos, int) or not 0 <= pos < len(enc.ids) or (kind != tg.NEXT_TOKEN and enc.special[pos])
         if bad:
-            s["tr_pos"] = _default_position(kind, enc)
+            s["trust_pos"] = _default_position(kind, enc)
         what = {tg.NEXT_TOKEN: "Predict the token after", tg.MASKED_TOKEN: "Token to mask and predict",
                 tg.SIMILARITY_MASKED: "Token to mask in the copy"}[kind]
-        position = token_picker(enc.tokens, "tr_pos", label=what, container=c2,
+        position = token_picker(enc.tokens, "trust_pos", label=what, container=c2,
                                 help="The position the output is read at. For the next token, later positions "
                                      "cannot matter (the model is causal) and are never removed.")
         if kind != tg.NEXT_TOKEN and enc.special[position]:
             c2.caption("Special tokens cannot be masked: pick a word.")
     else:
-        second = c2.text_input("Second sentence", key="tr_second", disabled=busy,
+        second = c2.text_input("Second sentence", key="trust_second", disabled=busy,
                                help="The output is the cosine similarity between the two sentence embeddings "
                                     "(mean of the last hidden states over the tokens, as sentence-transformers "
                                     "pools). The methods explain the first sentence's tokens.")
     if kind in (tg.NEXT_TOKEN, tg.MASKED_TOKEN):
-        token = c3.text_input("Explain the logit of", key="tr_token", placeholder="top prediction", disabled=busy,
+        token = c3.text_input("Explain the logit of", key="trust_token", placeholder="top prediction", disabled=busy,
                               help="Leave empty for the model's own top prediction there, or type one token.") or None
     c4, c5 = st.columns([3, 5])
     steps = c4.number_input("Integrated-gradients steps", min_value=MIN_STEPS, max_value=MAX_STEPS, step=8,
-                            key="tr_steps", disabled=busy,
+                            key="trust_steps", disabled=busy,
                             help=f"Points on the path from the zero baseline to the input ({MIN_STEPS}-{MAX_STEPS}). "
                                  "Each is one forward and one backward pass: the cost grows linearly with the steps. "
                                  f"{DEFAULT_STEPS} usually adds up within 1%.")
-    randomise = c5.toggle("Model-randomisation check (about doubles the time)", key="tr_random", disabled=busy,
+    randomise = c5.toggle("Model-randomisation check (about doubles the time)", key="trust_random", disabled=busy,
                           help="Recompute every method on a copy of the model whose transformer blocks are "
                                "re-initialised at random (Adebayo et al. 2018).")
+    if not randomise_by_default(n_params):
+        c5.caption(f"Off by default here: {loaded.facts.name} has {n_params / 1e6:,.0f} million parameters (more than "
+                   f"{RANDOMISE_MAX_PARAMETERS / 1e6:,.0f} million), and the check runs every method a second time.")
     n = len(enc.ids)
     if n > MAX_FLOW_TOKENS:
-        st.caption(f"This input has {n} tokens: attention flow runs up to {MAX_FLOW_TOKENS} tokens, so it is skipped "
+        st.caption(f"This input has {count_text(n)} tokens: attention flow runs up to {count_text(MAX_FLOW_TOKENS)} tokens, so it is skipped "
                    "(rollout, gradients and the rest work at any length).")
     return Settings(model_key, text, kind, position, (token or "").strip() or None,
                     (second or "").strip() or None, int(steps), bool(randomise))
 
 
+def _detail(settings: Settings) -> str:
+    """The conditions a run's duration is kept with: tokens, steps, the randomisation check."""
+    n = len(encode(get_model(settings.model_key), settings.text).ids)
+    return (f"{n:,} tokens, {settings.steps} steps, randomisation check {'on' if settings.randomise else 'off'}")
+
+
 def _start(settings: Settings) -> None:
     jobs.start(JOB, lambda report, cancel: settings.report(report, cancel), "attributions", tag=settings,
-               settings=settings)
+               timing=(settings.model_key, timings.TRUST, _detail(settings)), settings=settings)
 
 
 def _collect(job: jobs.Job) -> None:
@@ -137,18 +169,17 @@ def _collect(job: jobs.Job) -> None:
 
 
 def _draw(job: jobs.Job) -> None:
-    state = f" ({jobs.WAITING}: another job is running)" if job.message == jobs.WAITING else ""
-    jobs.progress(job, f"{'Cancelling' if job.cancelled else 'Running'}: {job.message}{state} · {job.elapsed:.0f} s")
+    jobs.bar(job)
 
 
 def run_controls(settings: Settings) -> None:
     """Run and Cancel, then the job's progress while it runs."""
     busy = jobs.running(JOB)
     b = st.columns([1, 1, 5])
-    b[0].button("▶ Run", key="tr_run", type="primary", disabled=busy, on_click=_start, args=(settings,))
-    b[1].button("■ Cancel", key="tr_cancel", disabled=not busy, on_click=jobs.cancel, args=(JOB,))
-    b[2].caption("Runs in the background with progress; the first run on a text takes from a few seconds "
-                 "(short text, MiniLM) to minutes (512 tokens, SmolLM2).")
+    b[0].button("▶ Run", key="trust_run", type="primary", disabled=busy, on_click=_start, args=(settings,))
+    b[1].button("■ Cancel", key="trust_cancel", disabled=not busy, on_click=jobs.cancel, args=(JOB,))
+    b[2].caption("Runs in the background with progress and the time left. On "
+                 f"{settings.model_key}: {timings.hint(settings.model_key, timings.TRUST)}.")
     jobs.watch(JOB, _draw, on_done=_collect)
     job = jobs.current(JOB)
     if job is not None and job.done and job.error and job.data["settings"] == settings:
@@ -201,9 +232,9 @@ def faithfulness_table(report) -> pd.DataFrame:
 def curves(report, ytitle: str) -> None:
     left, right = st.columns(2)
     with left:
-        show_figure(af.perturbation_curves(report.curves, "deletion", ytitle=ytitle), key="tr_deletion")
+        show_figure(af.perturbation_curves(report.curves, "deletion", ytitle=ytitle), key="trust_deletion")
     with right:
-        show_figure(af.perturbation_curves(report.curves, "insertion", ytitle=ytitle), key="tr_insertion")
+        show_figure(af.perturbation_curves(report.curves, "insertion", ytitle=ytitle), key="trust_insertion")
     st.dataframe(faithfulness_table(report), hide_index=True, width="stretch")
     st.caption("Means over DeYoung et al.'s bins: the top " + ", ".join(f"{100 * b:g}" for b in AOPC_BINS)
                + "% of the removable tokens (at least one token each). Comprehensiveness = f(x) − f(x without them): "

@@ -98,6 +98,9 @@ def run(page, gate: Gate | None = None, wait: float | None = None):
             if not inside:
                 box.warning(f"The server is still busy after {wait:.0f} seconds ({gate.running} sessions computing). "
                             "Please try again in a minute: reload this page or change a setting.")
+                from attnviz.ui.share import stopped_early
+
+                stopped_early()  # the browser forgets the page's controls: the next run sends them again
                 st.stop()  # as a page that stops early: app.py's `finally` still keeps the URL current
             box.empty()
         return page()

@@ -17,12 +17,13 @@ from attnviz.training.runs import Run, load, recorded_runs
 
 
 @st.cache_resource(max_entries=3, show_spinner=False)
-def get_model(key: str):
-    """LoadedModel for a registry key, hub id or folder. Shared: never mutate it."""
+def get_model(key: str, _progress=None):
+    """LoadedModel for a registry key, hub id or folder. Shared: never mutate it. _progress: the load's
+    attnviz.progress.Progress (left out of the key; ui.jobs.load_model draws it)."""
     import transformers
 
     transformers.logging.set_verbosity_error()
-    loaded = load_model(key)
+    loaded = load_model(key, progress=_progress)
     settle_collector()
     return loaded
 

@@ -27,7 +27,8 @@ ARCH = {"cx_d": "d_model", "cx_h": "n_heads", "cx_kv": "n_kv_heads", "cx_layers"
         "cx_dff": "d_ff", "cx_gated": "gated_ffn"}
 URL_KEYS = {"cx_preset": str, "cx_n": str, "cx_batch": int, "cx_dtype": str, "cx_d": int, "cx_h": int, "cx_kv": int,
             "cx_layers": int, "cx_dff": int, "cx_window": int, "cx_sparse": int, "cx_flash": int, "cx_gated": bool,
-            "cx_metric": str}
+            "cx_metric": str, "cx_tab": str}
+TABS = ["Costs at n", "Curves against n", "Attention vs feed-forward", "Attention vs RNN", "Measured here"]
 BENCH = "cx_bench"  # session key of the benchmark job
 s = st.session_state
 
@@ -42,7 +43,6 @@ def _fill(cfg: cx.AttentionConfig) -> None:
 
 
 def _loaded_config() -> cx.AttentionConfig | None:
-    from attnviz.ui.cache import get_model
     from attnviz.ui.sidebar import model_key
 
     key = model_key()
@@ -50,8 +50,7 @@ def _loaded_config() -> cx.AttentionConfig | None:
         st.warning("Pick a model in the sidebar first.")
         return None
     try:
-        with st.spinner(f"Loading {key} to read its config…"):
-            loaded = get_model(key)
+        loaded = jobs.load_model(key)
     except AttnvizError as e:
         st.warning(str(e))
         return None
@@ -88,6 +87,8 @@ def init_state() -> None:
         _fill(cx.PRESETS["BERT-base"].config)
     s.setdefault("cx_preset", "BERT-base")
     bind(URL_KEYS)
+    if s.get("cx_tab") not in TABS:  # absent, or a hand-edited link's unknown tab
+        s["cx_tab"] = TABS[0]
     if s.pop("cx_apply", False):
         choice = s["cx_preset"]
         if choice in cx.PRESETS:
@@ -198,17 +199,15 @@ def _start():
 def _progress(job: jobs.Job) -> None:
     plan, done = job.data["plan"], len(job.data["results"])
     if not job.done:
-        if job.message == jobs.WAITING:
-            state = f": {jobs.WAITING} (another job is running)"
-        elif job.cancelled:
+        if job.cancelled:
             state = ": stopping after the current size"
         else:
             impl, n = plan[min(done, len(plan) - 1)]
             state = f": next {cm.IMPLEMENTATIONS[impl]} at n = {n:,}"
-        label = "Cancelling" if job.cancelled else "Measuring"
+        label = "Measuring"
     else:
         label, state = ("Cancelled" if done < len(plan) else "Done"), ""
-    jobs.progress(job, f"{label}: {done} of {len(plan)} sizes{state}")
+    jobs.bar(job, f"{label}: {done} of {len(plan)} sizes{state}")
 
 
 def _live(job: jobs.Job) -> None:

@@ -1,38 +1,153 @@
-"""Lecture decks in the app: the deck being built (session), "Add this view to the deck" in the
-sidebar, and presenting: each slide is its own link (the view's settings + deck=<id>&slide=<i>), so a
-slide opens exactly as its link does; the deck itself lives on the server under its id, which lets a
-second tab (the presenter view) follow the first."""
+"""Lecture decks in the app: the deck being built and its working copy on the server's disk, "Add this
+view to the deck" in the sidebar, and presenting.
+
+Each slide is its own view: the view's settings + deck=<id>&slide=<i>, opened as a freshly opened link
+would open it. The slide bar's links and keys move between slides inside the browser's session (no page
+load), so the keyboard listener lives as long as the presentation and a key pressed while a slide is
+still computing is queued, never lost. The deck itself is read from its working copy on every slide, so
+a reload, the presenter view in a second tab and a server restart all see the same deck."""
 from __future__ import annotations
 
 import html
-import secrets
 import threading
 import time
+import zlib
 from pathlib import Path
 
 import streamlit as st
-import streamlit.components.v1 as components
 
 from attnviz.decks import deck as dk
+from attnviz.decks import store
 from attnviz.errors import AttnvizError
-from attnviz.ui.registry import PAGES
+from attnviz.ui.registry import HOME, PAGES, page as page_spec
 
 DECK = "deck"  # session key: the Deck being built on the Deck page
+DECK_ID = "deck_id"  # session key: the id of its working copy on disk
+_SEEN = "_deck_seen"  # session key: the working copy's modification time when this session last read or wrote it
+_REV = "_deck_rev"  # session key: a counter bumped whenever the deck is replaced (keys of the editors)
+_AT = "_deck_at"  # session key: (page, deck id, slide) of the last slide link applied in this session
+_SHOWN = "_deck_shown"  # session key: (deck id, slide) last recorded as on screen
+_SAVE_ERROR = "_deck_save_error"  # session key: why the working copy could not be written, if it could not
+CONTROLS = "deck_controls"  # the slide bar's toggle: show the page's title, explanation and controls
 SHIPPED = Path(__file__).resolve().parents[2] / "assets" / "decks"
 PAGE_NAMES = {p.name for p in PAGES} | {""}
-# decks being presented: id -> {"deck": Deck, "slide": current index, "at": time of the last change}
-_LIVE: dict[str, dict] = {}
-_LIVE_LOCK = threading.Lock()
-_MAX_LIVE = 64
+# the last deck written under each id, for a disk that refuses the write (read-only cache, full disk)
+_MEMORY: dict[str, dk.Deck] = {}
+_MEMORY_LOCK = threading.Lock()
+_MAX_MEMORY = 64
+
+
+# ---- the deck being built, and its working copy --------------------------------------------------
+
+def _remember(key: str, d: dk.Deck) -> None:
+    with _MEMORY_LOCK:
+        _MEMORY.pop(key, None)
+        _MEMORY[key] = d
+        while len(_MEMORY) > _MAX_MEMORY:
+            _MEMORY.pop(next(iter(_MEMORY)))
+
+
+def load_copy(key: str | None) -> dk.Deck | None:
+    """The working copy `key` (from disk, else from this server's memory), or None."""
+    if not store.valid_id(key):
+        return None
+    d = store.load(key, PAGE_NAMES)
+    if d is None:
+        with _MEMORY_LOCK:
+            d = _MEMORY.get(key)
+    return d
+
+
+def _adopt(key: str, d: dk.Deck) -> None:
+    """Make the working copy `key` this session's deck."""
+    st.session_state[DECK] = d
+    st.session_state[DECK_ID] = key
+    st.session_state[_SEEN] = store.changed(key)
+    st.session_state[_REV] = st.session_state.get(_REV, 0) + 1
+
+
+def deck_id() -> str | None:
+    """The id of this session's working copy: the one named in the URL (a slide, or the Deck page's own
+    link), else the session's."""
+    url = st.query_params.get("deck")
+    if store.valid_id(url):
+        return url
+    key = st.session_state.get(DECK_ID)
+    return key if store.valid_id(key) else None
 
 
 def current() -> dk.Deck:
+    """The deck being built: the working copy named by deck_id() (read again when another tab changed
+    it), else an empty deck."""
+    key = deck_id()
     d = st.session_state.get(DECK)
+    if key is None:
+        return d if isinstance(d, dk.Deck) else dk.Deck()
+    newer = store.changed(key)
+    if (key != st.session_state.get(DECK_ID) or not isinstance(d, dk.Deck)
+            or (newer is not None and newer != st.session_state.get(_SEEN))):
+        copy = load_copy(key)
+        if copy is not None:
+            _adopt(key, copy)
+            return copy
+        if key != st.session_state.get(DECK_ID):  # a link to a copy this server no longer has
+            return dk.Deck()
     return d if isinstance(d, dk.Deck) else dk.Deck()
 
 
-def set_current(d: dk.Deck) -> None:
+def set_current(d: dk.Deck, new_copy: bool = False) -> str:
+    """Make `d` the deck being built and write its working copy (a new one with new_copy=True, say for a
+    deck just opened from a file). Returns the copy's id."""
+    key = None if new_copy else deck_id()
+    key = key or store.new_id()
     st.session_state[DECK] = d
+    if key != st.session_state.get(DECK_ID):
+        st.session_state[DECK_ID] = key
+        st.session_state[_REV] = st.session_state.get(_REV, 0) + 1
+    if "deck" in st.query_params:  # the Deck page's link names the copy it shows
+        st.query_params["deck"] = key
+    _remember(key, d)
+    try:
+        store.save(key, d)
+        st.session_state[_SEEN] = store.changed(key)
+        st.session_state.pop(_SAVE_ERROR, None)
+    except OSError as e:
+        st.session_state[_SAVE_ERROR] = (f"The working copy could not be written to {store.folder()} "
+                                         f"({e.strerror or e}): the deck is kept in this server's memory "
+                                         "only, until it restarts. Save the deck to a file.")
+    return key
+
+
+def version(d: dk.Deck) -> str:
+    """A short tag of the deck's content and working copy: it changes with every edit, so the widgets
+    that edit the deck (keyed by it) start again from the deck as it is, never replay an old edit."""
+    return f"{zlib.crc32(dk.to_json(d).encode()):08x}{st.session_state.get(_REV, 0)}"
+
+
+def recent_copies() -> None:
+    """The other working copies on this server, newest first, each with a link that opens it."""
+    copies = [c for c in store.recent(10) if c.deck_id != deck_id()]
+    if not copies:
+        return
+    with st.expander(f"Working copies on this server ({len(copies)})", icon=":material/history:"):
+        for c in copies:
+            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(c.changed))
+            st.page_link(page_spec("deck").file, label=f"{c.title} · {plural(c.slides, 'slide')} · changed {when}",
+                         query_params={"deck": c.deck_id}, icon=":material/slideshow:")
+
+
+def where_kept() -> str:
+    """One sentence for the Deck page: where the deck is kept and how to get it back."""
+    key = deck_id()
+    if key is None:
+        return ""
+    error = st.session_state.get(_SAVE_ERROR)
+    if error:
+        return error
+    return (f"Kept as a working copy on this server's disk, `{store.path(key)}`, with every change as you make "
+            f"it: this page's link (it ends in `?deck={key}`) brings it back after a page reload, in another "
+            "browser or after a server restart, and presenting, rehearsing and *End* keep it. "
+            "**Save the deck** below for a file of your own.")
 
 
 def shipped() -> dict[str, Path]:
@@ -47,18 +162,22 @@ def load_bytes(data: bytes) -> dk.Loaded:
 
 
 def open_deck(data: bytes) -> dk.Deck | None:
-    """Make the deck in `data` the current one and say what was opened and what was left out; None
-    (after a plain warning) when the file is not a deck."""
+    """Make the deck in `data` the current one (a new working copy) and say what was opened and what was
+    left out; None (after a plain warning) when the file is not a deck."""
     try:
         loaded = load_bytes(data)
     except AttnvizError as e:
         st.warning(str(e))
         return None
-    set_current(loaded.deck)
-    st.success(f"Opened “{loaded.deck.title}”: {len(loaded.deck)} slides.")
+    set_current(loaded.deck, new_copy=True)
+    st.success(f"Opened “{loaded.deck.title}”: {plural(len(loaded.deck), 'slide')}.")
     for p in loaded.problems:
         st.warning(p)
     return loaded.deck
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
 
 
 # ---- adding the current view (sidebar) ----------------------------------------------------------
@@ -86,27 +205,41 @@ def add_box(link: str) -> None:
         st.button("Add this view", key="deck_add", on_click=_add_view, args=(link,), icon=":material/add:")
         done = st.session_state.pop("_deck_added", None)
         n = len(current())
-        st.caption((done + ". " if done else "") + f"The deck has {n} slide{'s' if n != 1 else ''}: the "
+        st.caption((done + ". " if done else "") + f"The deck has {plural(n, 'slide')}: the "
                    "**Lecture deck** page (Learn) reorders, edits, saves and presents it.")
 
 
 # ---- presenting ----------------------------------------------------------------------------------
 
 def start(d: dk.Deck) -> str:
-    """Put `d` on the server for presenting; returns its id."""
+    """Present `d`: its working copy (written now) with the lecture's clock started at slide 1; returns
+    the copy's id."""
     if not d.slides:
         raise AttnvizError("The deck has no slides: add views to it first.")
-    key = secrets.token_urlsafe(8)
-    with _LIVE_LOCK:
-        if len(_LIVE) >= _MAX_LIVE:  # forget the least recently used
-            _LIVE.pop(min(_LIVE, key=lambda k: _LIVE[k]["at"]))
-        _LIVE[key] = {"deck": d, "slide": 0, "at": time.time()}
+    key = set_current(d)
+    try:
+        store.set_position(key, 0, restart=True)
+    except OSError:
+        pass  # the presenter view then has no clock; the slides still work from memory
     return key
 
 
 def live(key: str | None) -> dict | None:
-    with _LIVE_LOCK:
-        return dict(_LIVE[key]) if key in _LIVE else None
+    """{"deck": Deck, "slide": index on screen} of the working copy `key`, or None."""
+    d = load_copy(key)
+    if d is None:
+        return None
+    pos = store.position(key) or {"slide": 0}
+    return {"deck": d, "slide": max(0, min(len(d.slides) - 1, pos["slide"]))}
+
+
+def _page_file(s: dk.Slide) -> str:
+    return (page_spec(s.page) if s.page else HOME).file
+
+
+def slide_query(key: str, d: dk.Deck, i: int) -> dict[str, str]:
+    """The query of slide i: its view's settings, presentation mode and the deck's place."""
+    return {**d.slides[i].params, "present": "1", "deck": key, "slide": str(i)}
 
 
 def slide_url(key: str, d: dk.Deck, i: int) -> str:
@@ -115,74 +248,207 @@ def slide_url(key: str, d: dk.Deck, i: int) -> str:
     return f"{s.link}{sep}present=1&deck={key}&slide={i}"
 
 
-def presenting_deck() -> tuple[str, dict, int] | None:
-    """(id, live entry, slide index) when this run shows a slide of a deck being presented."""
+def slide_link(key: str, d: dk.Deck, i: int, label: str, **kwargs) -> None:
+    """A link to slide i that stays inside this browser session (a link opened in a new tab is a full
+    link of its own)."""
+    st.page_link(_page_file(d.slides[i]), label=label, query_params=slide_query(key, d, i), **kwargs)
+
+
+def enter(page: str) -> None:
+    """Called by app.py before a run's shared keys are read. A slide reached from the slide bar or the
+    keyboard (inside the session) opens as its link does in a new tab: the link's settings, the
+    defaults for everything else. The way back to the Deck page (deck=<id>&end=1) ends presentation
+    mode."""
+    key, slide = st.query_params.get("deck"), st.query_params.get("slide")
+    if not store.valid_id(key):
+        return
+    from attnviz.ui import share
+
+    if slide is not None:
+        at = (page, key, slide)
+        if st.session_state.get(_AT) != at:
+            st.session_state[_AT] = at
+            share.open_link(keep=() if "present" in st.query_params else ("present",))
+            st.session_state.pop(CONTROLS, None)  # each slide opens on its figure
+    elif st.query_params.get("end") == "1":
+        st.session_state[_AT] = None
+        st.session_state["present"] = False  # the sidebar's toggle is drawn later in this run
+        del st.query_params["end"]
+
+
+def presenting_deck() -> tuple[str, dk.Deck, int] | None:
+    """(id, deck, slide index) when this run shows a slide of a deck."""
     key, raw = st.query_params.get("deck"), st.query_params.get("slide")
-    entry = live(key)
-    if entry is None or raw is None:
+    if raw is None:
+        return None
+    d = load_copy(key)
+    if d is None:
         return None
     try:
         i = int(raw)
     except ValueError:
         return None
-    if not 0 <= i < len(entry["deck"].slides):
+    if not 0 <= i < len(d.slides):
         return None
-    return key, entry, i
+    return key, d, i
+
+
+# Everything on a slide's page above its first figure (title, explanation, tour, controls), folded away
+# until the slide bar's toggle shows it: the top-level blocks of the page that hold no figure and come
+# before the first one that does, and likewise inside the tabs of that block (the tab bar stays). Only
+# on a page that has a figure; the slide bar itself stays.
+_MAIN = '[data-testid="stMainBlockContainer"] > [data-testid="stVerticalBlock"]'
+_FIG = '[data-testid="stPlotlyChart"]'
+_BEFORE = f":not(:has({_FIG})):not(:has({_FIG}) ~ *)"  # no figure in it, nor in any block before it
+_TABS = f'[data-testid="stTabPanel"] > [data-testid="stVerticalBlock"]:has({_FIG}) > {_BEFORE}'
+FOLD_CSS = (f"<style>{_MAIN}:has({_FIG}) > {_BEFORE}:not(.st-key-deck_bar):not(:has(.st-key-deck_bar)),"
+            f"{_MAIN} > :has({_FIG}):not(:has({_FIG}) ~ *) {_TABS} {{ display: none !important; }}"
+            "</style>")
+BAR_CSS = """<style>
+.st-key-deck_slides { display: none !important; }
+/* the bar starts just below the top navigation (79 px high at 1280 x 720) */
+[data-testid="stMainBlockContainer"] { padding-top: 88px !important; }
+[data-testid="deck-bar"] { font-size: 1.35rem; line-height: 1.3; }
+[data-testid="deck-bar"] .deck-count { opacity: .7; font-weight: 600; margin-right: .4rem; }
+.st-key-deck_bar { border-bottom: 1px solid rgba(49, 51, 63, .2); padding-bottom: .25rem; }
+</style>"""
+
+# The keyboard: installed once in the page's document, by a script of the page itself (a listener added
+# by a script that Streamlit later replaces could stop being called). Right / Page Down: next slide; Left / Page Up: previous; Home:
+# slide 1; End: back to the Deck page. A press while a slide is still being opened counts from the
+# slide being opened (the queue), so presses are never lost; keys typed into boxes, sliders, lists and
+# tabs are left to them.
+KEYS_JS = """<script>
+(() => {
+const w = window.parent, doc = w.document, SLIDE = "%(slide)s";
+// a slide opens at its top (the page before it may have been scrolled down)
+if (doc.__attnvizDeckSlide !== SLIDE) {
+  doc.__attnvizDeckSlide = SLIDE;
+  const main = doc.querySelector('[data-testid="stMain"]');
+  if (main) main.scrollTo(0, 0);
+  w.scrollTo(0, 0);
+}
+if (!doc.__attnvizDeck) {
+  doc.__attnvizDeck = {target: null, at: 0, deck: null};
+  const script = doc.createElement('script');
+  script.textContent = `document.addEventListener('keydown', function (e) {
+    const S = document.__attnvizDeck;
+    const bar = document.querySelector('[data-testid="deck-bar"]');
+    if (!bar || e.altKey || e.ctrlKey || e.metaKey || e.shiftKey) return;
+    const t = e.target, role = (t && t.getAttribute && t.getAttribute('role')) || '';
+    if (t && (t.tagName === 'TEXTAREA' || t.tagName === 'SELECT' || t.isContentEditable
+        || (t.tagName === 'INPUT' && !['checkbox', 'button', 'submit'].includes(t.type))
+        || /^(slider|combobox|listbox|option|spinbutton|tab|menuitem|radio|textbox|grid|gridcell)$/.test(role))) return;
+    const step = {ArrowRight: 1, PageDown: 1, ArrowLeft: -1, PageUp: -1}[e.key];
+    if (step === undefined && e.key !== 'Home' && e.key !== 'End') return;
+    e.preventDefault(); e.stopPropagation();
+    if (e.key === 'End') {
+      const a = document.querySelector('.st-key-deck_end a');
+      S.target = null;
+      if (a) a.click();
+      return;
+    }
+    const n = +bar.dataset.n, shown = +bar.dataset.slide;
+    if (S.deck !== bar.dataset.deck) { S.deck = bar.dataset.deck; S.target = null; }
+    const app = document.querySelector('[data-testid="stApp"]');
+    const busy = app && app.getAttribute('data-test-script-state') === 'running';
+    const pending = S.target !== null && S.target !== shown && (busy || Date.now() - S.at < 3000);
+    const from = pending ? S.target : shown;
+    const to = e.key === 'Home' ? 0 : Math.max(0, Math.min(n - 1, from + step));
+    if (to === from) return;
+    const links = document.querySelectorAll('.st-key-deck_slides a');
+    if (!links[to]) return;
+    S.target = to; S.at = Date.now();
+    links[to].click();
+  }, true);`;
+  doc.head.appendChild(script);
+}
+})();
+</script>"""
 
 
 def slide_bar() -> None:
-    """When this run shows a deck's slide: the deck's bar (previous, counter, next, end) at the top,
-    right/left arrow keys, and the slide index recorded for the presenter view."""
+    """When this run shows a deck's slide: the bar at the top (previous, the slide's number and title,
+    next, end, and a toggle for the page's title, explanation and controls), the keyboard, and the
+    slide recorded for the presenter view. The page above its first figure is folded away."""
     shown = presenting_deck()
     if shown is None:
         return
-    key, entry, i = shown
-    d = entry["deck"]
-    with _LIVE_LOCK:
-        if key in _LIVE:
-            _LIVE[key].update(slide=i, at=time.time())
+    key, d, i = shown
+    if st.session_state.get(DECK_ID) != key or not isinstance(st.session_state.get(DECK), dk.Deck):
+        _adopt(key, d)  # a slide opened from its link: End comes back to this deck
+    if st.session_state.get(_SHOWN) != (key, i):
+        st.session_state[_SHOWN] = (key, i)
+        try:
+            store.set_position(key, i)
+        except OSError:
+            pass
     n = len(d.slides)
-    prev_url = slide_url(key, d, i - 1) if i > 0 else ""
-    next_url = slide_url(key, d, i + 1) if i + 1 < n else ""
-    def anchor(url: str, label: str) -> str:  # same tab (a link button would open a new one)
-        return f'<a href="{html.escape(url)}" target="_self">{label}</a>' if url else f'<span style="opacity:.35">{label}</span>'
+    st.markdown(BAR_CSS, unsafe_allow_html=True)
+    with st.container(key="deck_bar"):
+        prev, title, nxt, end, controls = st.columns([1.2, 6.4, 1.0, 0.8, 2.4], vertical_alignment="center")
+        with prev:
+            if i > 0:
+                slide_link(key, d, i - 1, "◀ Previous")
+            else:
+                st.markdown('<span style="opacity:.35">◀ Previous</span>', unsafe_allow_html=True)
+        title.markdown(f'<div data-testid="deck-bar" data-slide="{i}" data-n="{n}" data-deck="{html.escape(key)}">'
+                       f'<span class="deck-count">{i + 1} / {n}</span> <b>{html.escape(d.slides[i].title)}</b></div>',
+                       unsafe_allow_html=True)
+        with nxt:
+            if i + 1 < n:
+                slide_link(key, d, i + 1, "Next ▶")
+            else:
+                st.markdown('<span style="opacity:.35">Next ▶</span>', unsafe_allow_html=True)
+        with end, st.container(key="deck_end"):
+            st.page_link(page_spec("deck").file, label="End", query_params={"deck": key, "end": "1"})
+        controls.toggle("Title and controls", key=CONTROLS,
+                        help="Shows the page's title, its explanation and its controls above the figure.")
+        with st.container(key="deck_slides"):  # one link per slide, for the keyboard
+            for k in range(n):
+                slide_link(key, d, k, str(k + 1))
+        st.html(KEYS_JS % {"slide": f"{html.escape(key)}/{i}"}, unsafe_allow_javascript=True)
+    if not st.session_state.get(CONTROLS):
+        st.markdown(FOLD_CSS, unsafe_allow_html=True)
 
-    st.markdown(f'<div data-testid="deck-bar">{anchor(prev_url, "◀ Previous")} &nbsp;·&nbsp; '
-                f'<b>{i + 1} / {n}</b> · {html.escape(d.slides[i].title)} &nbsp;·&nbsp; {anchor(next_url, "Next ▶")}'
-                f' &nbsp;·&nbsp; {anchor("/deck", "End")}</div>', unsafe_allow_html=True)
-    # right/left arrows anywhere on the page (not while typing in a box). The handler is built in the
-    # page's own realm: a component's iframe is sandboxed (it may not navigate the page) and replaced
-    # on reruns; the handler clicks the bar's same-tab links.
-    components.html("""<script>
-const w = window.parent, doc = w.document;
-if (doc.__attnvizDeckKeys) doc.removeEventListener('keydown', doc.__attnvizDeckKeys);
-doc.__attnvizDeckKeys = new w.Function('e', `
-  const t = e.target;
-  if (t && (t.tagName === 'INPUT' || t.tagName === 'TEXTAREA' || t.isContentEditable)) return;
-  const want = e.key === 'ArrowRight' ? 'Next' : e.key === 'ArrowLeft' ? 'Previous' : null;
-  if (!want) return;
-  const a = [...document.querySelectorAll('[data-testid="deck-bar"] a')].find(x => x.textContent.includes(want));
-  if (a) { e.preventDefault(); a.click(); }
-`);
-doc.addEventListener('keydown', doc.__attnvizDeckKeys);
-</script>""", height=0)
+
+def _clock(seconds: float) -> str:
+    s = max(0, int(seconds))
+    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
+
+
+def _restart_clock(key: str) -> None:
+    pos = store.position(key) or {"slide": 0}
+    store.set_position(key, pos["slide"], restart=True)
 
 
 @st.fragment(run_every=1.0)
 def presenter(key: str) -> None:
-    """The presenter view: the current slide's title and notes, the next slide, and the time."""
+    """The presenter view: the lecture's clock, the current slide's title and notes, and the next slide."""
     entry = live(key)
     if entry is None:
-        st.info("This deck is no longer being presented (the server was restarted or the deck replaced).")
+        st.info("There is no deck under this link on this server (its working copy was removed).")
         return
     d, i = entry["deck"], entry["slide"]
+    pos = store.position(key)
+    now = time.time()
+    c1, c2, c3 = st.columns(3)
+    c1.metric("Elapsed", _clock(now - pos["started"]) if pos else "–", help="Since Start presenting (or the restart below).")
+    c2.metric("On this slide", _clock(now - pos["since"]) if pos else "–")
+    c3.metric("Slide", f"{i + 1} / {len(d.slides)}")
     s = d.slides[i]
     st.markdown(f"### {i + 1} / {len(d.slides)} · {s.title}")
     st.markdown(s.notes or "*No notes for this slide.*")
-    if i + 1 < len(d.slides):
-        st.caption(f"Next: {d.slides[i + 1].title}")
-    else:
-        st.caption("This is the last slide.")
+    with st.container(border=True, key="deck_next"):
+        if i + 1 < len(d.slides):
+            nx = d.slides[i + 1]
+            view = page_spec(nx.page).title if nx.page else HOME.title
+            st.markdown(f"**Next · {i + 2}: {nx.title}**  \n*{view}*")
+            st.caption(nx.notes or "No notes for that slide.")
+        else:
+            st.markdown("**This is the last slide.**")
+    st.button("Restart the clock", key="deck_clock_restart", on_click=_restart_clock, args=(key,),
+              icon=":material/restart_alt:")
 
 
 def prepare(d: dk.Deck, report) -> list[str]:

@@ -21,11 +21,14 @@ PRESENT_INK = "#111111"  # dark text for projectors
 
 def _at_least(font, size: int, ink: bool = True) -> dict:
     """A font spec (plotly object or None) with its size raised to at least `size` (and dark
-    ink unless `ink` is False: cell texts keep plotly's contrast colour per cell)."""
+    ink unless `ink` is False: cell texts keep their own colour, one per cell where the figure chose them
+    for contrast, else plotly's automatic one)."""
     current = getattr(font, "size", None) if font is not None else None
     out = dict(size=max(size, current or 0))
     if ink:
         out["color"] = PRESENT_INK
+    elif getattr(font, "color", None) is not None:
+        out["color"] = font.color
     return out
 
 
@@ -80,9 +83,9 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "figure"
 
 
-def _svg(fig):
+def _svg(fig, name: str = ""):
     try:
-        return figure_image(fig, "svg")
+        return figure_image(fig, "svg", title=name.replace("-", " "))
     except AttnvizError as e:
         return f"<!-- {e} -->".encode()
 
@@ -164,7 +167,7 @@ def show_figure(fig, key: str | None = None, *, name: str | None = None, exports
             st.download_button("HTML", lambda: figure_html(fig), file_name=f"{name}.html", mime="text/html",
                                key=f"{key}_html", on_click="ignore", icon=":material/code:", type="tertiary",
                                help="A standalone page of this figure that opens offline")
-            st.download_button("SVG", lambda: _svg(fig), file_name=f"{name}.svg", mime="image/svg+xml",
+            st.download_button("SVG", lambda: _svg(fig, name), file_name=f"{name}.svg", mime="image/svg+xml",
                                key=f"{key}_svg", on_click="ignore", icon=":material/image:", type="tertiary",
                                help="Vector image, rendered on the server (needs Chromium)")
     return event

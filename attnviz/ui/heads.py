@@ -11,29 +11,63 @@ def _clamp(value, n: int) -> int:
         return 0
 
 
-def head_picker(n_layers: int, n_heads: int, prefix: str, columns=None, write_back: bool = True
-                ) -> tuple[int, int]:
+SUMMED = "all, summed"  # what the head box shows when the view sums the heads (ALTI)
+
+
+def head_picker(n_layers: int, n_heads: int, prefix: str, columns=None, write_back: bool = True,
+                heads_summed: bool = False) -> tuple[int, int]:
     """The one layer/head picker: two selectboxes (keys prefix_layer / prefix_head) that start at
     the shared head (st.session_state["layer"/"head"], kept across pages and in the link).
 
-    A head chosen elsewhere since this picker last ran wins; otherwise the picker keeps its own
-    value (on a first visit a value from the link, when its keys are bound, wins over the shared
-    default). With write_back the choice becomes the shared head. Values outside this model's
-    range are clamped."""
-    lk, hk, seen_key = f"{prefix}_layer", f"{prefix}_head", f"_{prefix}_shared_seen"
+    The picker always shows the head it returns. It shows the head wanted (with write_back the shared
+    head, else its own, which follows the shared head when that changes elsewhere), brought into this
+    model's range; only a choice made in the picker changes the wanted head, so a model with fewer
+    heads, or a view that sums the heads (heads_summed: the head box says so and cannot be changed),
+    shows the nearest head without forgetting the one chosen. On a first visit a value from the link,
+    when its keys are bound, is such a choice. Returns (layer, head); head is 0 when heads_summed."""
+    from attnviz.ui.share import hold
+
+    lk, hk = f"{prefix}_layer", f"{prefix}_head"
+    seen_key, shown_key, own_key = f"_{prefix}_shared_seen", f"_{prefix}_shown", f"_{prefix}_wanted"
+    hold(lk, hk)
     shared = (st.session_state.get("layer"), st.session_state.get("head"))
-    seen = st.session_state.get(seen_key)
-    for key, n, value in ((lk, n_layers, shared[0]), (hk, n_heads, shared[1])):
-        mine = st.session_state.get(key)
-        if (seen is None and mine is None) or (seen is not None and shared != seen) or mine not in range(n):
-            st.session_state[key] = _clamp(value if value is not None else 0, n)
-    c1, c2 = columns or st.columns(2)
-    layer = c1.selectbox("Layer", range(n_layers), key=lk, help="0 is the layer nearest the input.")
-    head = c2.selectbox("Head", range(n_heads), key=hk)
-    layer, head = int(layer), int(head)
+    seen, shown, own = (st.session_state.get(k) for k in (seen_key, shown_key, own_key))
     if write_back:
-        st.session_state["layer"], st.session_state["head"] = layer, head
+        wanted = list(shared)
+    else:  # its own head, which follows the shared head when that changed since the picker last ran
+        wanted = list(own if own is not None and (seen is None or shared == seen) else shared)
+    counts = (n_layers, 1 if heads_summed else n_heads)
+    picked = [False, False]
+    for i, key in enumerate((lk, hk)):
+        mine = st.session_state.get(key)
+        if isinstance(mine, bool) or not isinstance(mine, int):
+            continue
+        # a choice: the box's value differs from what the picker last showed (or, first time, a link's value)
+        if (mine != shown[i] if shown is not None else seen is None) and not (i == 1 and heads_summed):
+            wanted[i], picked[i] = mine, True
+    values = [_clamp(w if w is not None else 0, n) for w, n in zip(wanted, counts)]
+    for key, value in zip((lk, hk), values):
+        if st.session_state.get(key) != value and not (key == hk and heads_summed):
+            st.session_state[key] = value
+    c1, c2 = columns or st.columns(2)
+    layer = int(c1.selectbox("Layer", range(n_layers), key=lk, help="0 is the layer nearest the input."))
+    if heads_summed:
+        c2.selectbox("Head", [SUMMED], key=f"{hk}_summed", disabled=True,
+                     help="This view sums the heads of each layer; the head chosen elsewhere is kept for the "
+                          "other views.")
+        head = 0
+    else:
+        head = int(c2.selectbox("Head", range(n_heads), key=hk))
+    for i, value in enumerate((layer, values[1] if heads_summed else head)):
+        if picked[i] or wanted[i] is None:
+            wanted[i] = value
+    if write_back:
+        st.session_state["layer"], st.session_state["head"] = (int(w) for w in wanted)
+    else:
+        st.session_state[own_key] = tuple(int(w) for w in wanted)
     st.session_state[seen_key] = (st.session_state.get("layer"), st.session_state.get("head"))
+    # the head box is not drawn while the heads are summed: its last shown value stands
+    st.session_state[shown_key] = (layer, shown[1] if heads_summed and shown is not None else head)
     return layer, head
 
 
@@ -59,26 +93,31 @@ def consume_selection(chart_key: str) -> tuple[int, int] | None:
     return int(cd[0]), int(cd[1])
 
 
-def _picked(key: str, widget_key: str, labels: list[str]) -> None:
-    st.session_state[key] = labels.index(st.session_state[widget_key])
+def _picked(key: str, widget_key: str, labels: list[str], positions: list[int]) -> None:
+    st.session_state[key] = positions[labels.index(st.session_state[widget_key])]
 
 
 def token_picker(tokens, key: str, label: str = "Token", default: int = 0, help: str | None = None,
-                 container=None) -> int:
+                 container=None, positions=None) -> int:
     """A select box of token positions shown as "i: token"; returns the chosen position.
 
     The position lives in st.session_state[key] (an int, in the link); the box itself has the key
-    key + "_label". Its options are the labels themselves: with plain positions and a format_func
-    the browser kept the old text's label after the text changed. A position that no longer
-    exists (a shorter text, a hand-edited link) falls back to `default`."""
+    key + "_label" and is set from the position on every run, so it always shows the position used.
+    Its options are the labels themselves: with plain positions and a format_func the browser kept
+    the old text's label after the text changed. `positions` limits the choice (say, to the tokens
+    shown when special tokens are hidden). A position that is not offered (a shorter text, a
+    hand-edited link, a hidden token) falls back to `default`, or the first position offered."""
     n = len(tokens)
+    offered = list(range(n)) if positions is None else [int(p) for p in positions]
     pos = st.session_state.get(key)
-    if isinstance(pos, bool) or not isinstance(pos, int) or not 0 <= pos < n:
+    if isinstance(pos, bool) or not isinstance(pos, int) or pos not in offered:
         pos = min(max(int(default), 0), n - 1)
+        if pos not in offered:
+            pos = next((p for p in offered if p >= pos), offered[0])
     st.session_state[key] = pos
-    labels = [f"{i}: {t}" for i, t in enumerate(tokens)]
+    labels = [f"{i}: {tokens[i]}" for i in offered]
     widget_key = f"{key}_label"
-    st.session_state[widget_key] = labels[pos]
+    st.session_state[widget_key] = labels[offered.index(pos)]
     (container or st).selectbox(label, labels, key=widget_key, on_change=_picked,
-                                args=(key, widget_key, labels), help=help)
+                                args=(key, widget_key, labels, offered), help=help)
     return pos

@@ -7,6 +7,7 @@ import streamlit as st
 from attnviz.errors import AttnvizError
 from attnviz.logit_lens.figures import DEFAULT_WINDOW, window
 from attnviz.ui.page import stop as stop_page
+from attnviz.units import count_text
 
 START, TOP_K, POSITION, LOG = "ll_start", "ll_k", "ll_pos", "ll_log"  # widget keys (in the link)
 KEYS = {START: int, TOP_K: int, POSITION: int, LOG: bool}
@@ -50,7 +51,7 @@ def causal_of_sidebar(max_tokens: int | None = None):
     context = loaded.facts.max_positions
     if t.truncated and context and context > t.max_tokens:  # the app's dense limit, not the model's
         st.info(f"The text is {t.n_tokens_requested:,} tokens long. The lens runs the whole model with its full "
-                f"attention maps, as the other pages do, so it reads at most {t.max_tokens} tokens "
+                f"attention maps, as the other pages do, so it reads at most {count_text(t.max_tokens)} tokens "
                 f"({loaded.facts.name} itself takes {context:,}): the last {t.n_dropped:,} were dropped. The "
                 "**Long inputs** page reads the whole text, but shows attention, not the lens.")
     elif t.truncated:
@@ -75,7 +76,7 @@ def window_start(n: int, width: int = DEFAULT_WINDOW, container=None) -> tuple[i
     """(start, stop) of the positions shown: a slider over the start when the input is longer than
     `width` (default, and after the text changes: the last `width` positions)."""
     if n <= width:
-        (container or st).caption(f"All {n} positions are shown.")
+        (container or st).caption(f"All {count_text(n)} positions are shown.")
         return 0, n
     top = n - width
     value = st.session_state.get(START)
@@ -84,7 +85,7 @@ def window_start(n: int, width: int = DEFAULT_WINDOW, container=None) -> tuple[i
     st.session_state[_START_N] = n
     start = (container or st).slider(
         "First position shown", 0, top, key=START,
-        help=f"The table shows {width} positions at a time (a long table would send megabytes to the browser); "
+        help=f"The table shows {count_text(width)} positions at a time (a long table would send megabytes to the browser); "
              "slide to move the window along the text.")
     return window(n, start, width)
 

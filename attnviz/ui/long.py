@@ -12,12 +12,13 @@ from pathlib import Path
 import numpy as np
 import streamlit as st
 
+from attnviz import timings
 from attnviz.errors import AttentionUnavailable, AttnvizError, BadInput
 from attnviz.long import figures as lf
 from attnviz.ui import jobs
 from attnviz.ui.figure import show_figure
 from attnviz.ui.metrics import switch_to_causal_button
-from attnviz.units import human_bytes
+from attnviz.units import human_bytes, count_text
 
 JOB, SINK_JOB = "lg_job", "lg_sink_job"
 DONE, SINKS_DONE = "_lg_done", "_lg_sinks_done"  # session: the last complete recording / sink run
@@ -186,8 +187,7 @@ def _collect(job) -> None:
 
 
 def _draw(job) -> None:
-    wait = f" ({jobs.WAITING}: another job is running)" if job.message == jobs.WAITING else ""
-    jobs.progress(job, f"{'Cancelling' if job.cancelled else 'Recording'}: {job.message}{wait} · {job.elapsed:.0f} s")
+    jobs.bar(job)
 
 
 def record_panel(model_key: str, loaded, text: str, limit: int, n: int) -> Recording | None:
@@ -200,12 +200,12 @@ def record_panel(model_key: str, loaded, text: str, limit: int, n: int) -> Recor
     if b[0].button("▶ Record", key="lg_record", type="primary", disabled=busy or (done is not None and done.id == rid),
                    help="One forward pass that keeps every layer's queries and keys and computes their summaries, in the "
                         "background."):
-        jobs.start(JOB, _work(model_key, text, limit, tiles), "long recording", tag=rid)
+        jobs.start(JOB, _work(model_key, text, limit, tiles), "long recording", tag=rid,
+                   timing=(model_key, timings.RECORDING, f"{n:,} tokens"))
         st.rerun()
     b[1].button("■ Cancel", key="lg_cancel", disabled=not busy, on_click=jobs.cancel, args=(JOB,))
-    b[2].caption(f"{n:,} tokens on {loaded.facts.name}: one pass records and summarises every layer, from about a "
-                 "second (MiniLM, 512) to about 20 s (SmolLM2, 4,096) on a quiet 2-core machine; the page stays "
-                 "usable meanwhile.")
+    b[2].caption(f"{n:,} tokens on {loaded.facts.name}: one pass records and summarises every layer, in the background "
+                 f"(the page stays usable); {timings.hint(model_key, timings.RECORDING)}.")
     jobs.watch(JOB, _draw, on_done=_collect)
     job = jobs.current(JOB)
     if job is not None and job.done and job.error:
@@ -363,7 +363,7 @@ def top_k_view(rec: Recording, layer: int, head: int) -> None:
     q0 = int(c[2].number_input("From query", 0, n - 1, max(0, n - span), key="lg_kq"))
     q1 = min(n, q0 + span)
     keys, weights = la.top_k(layer, head, q0, q1, k)
-    show_figure(lf.top_k_figure(keys, weights, q0, la.tokens, f"Top-{k} keys of queries {q0}–{q1 - 1}, L{layer} H{head}"),
+    show_figure(lf.top_k_figure(keys, weights, q0, la.tokens, f"Top-{count_text(k)} keys of queries {q0}–{q1 - 1}, L{layer} H{head}"),
                 key="lg_topk")
     st.caption("Each query row draws a line to its k heaviest keys only (sparse: nothing else is sent); "
                "a marker's colour and size is the exact weight. Vertical streaks at the left are sinks; a diagonal "
@@ -442,13 +442,13 @@ def sinks_live(model_key: str, loaded, text: str, limit: int, n: int, rec: Recor
     busy = jobs.running(SINK_JOB)
     b = st.columns([2, 1, 4])
     if b[0].button("▶ Run the experiment", key="lg_sinks_run", type="primary", disabled=busy):
-        jobs.start(SINK_JOB, _sink_work(model_key, text, limit, cache), "sink experiment", tag=sid, sid=sid)
+        jobs.start(SINK_JOB, _sink_work(model_key, text, limit, cache), "sink experiment", tag=sid, sid=sid,
+                   timing=(model_key, timings.SINKS, f"{n:,} tokens, cache of {cache}"))
         st.rerun()
     b[1].button("■ Cancel", key="lg_sinks_cancel", disabled=not busy, on_click=jobs.cancel, args=(SINK_JOB,))
-    b[2].caption(f"Three passes over {n:,} tokens (full cache, window only, sinks + window) in chunks of 128: "
-                 "about three times the recording.")
-    jobs.watch(SINK_JOB, lambda j: jobs.progress(j, f"{'Cancelling' if j.cancelled else 'Running'}: {j.message} · "
-                                                    f"{j.elapsed:.0f} s"), on_done=_sink_collect)
+    b[2].caption(f"Three passes over {n:,} tokens (full cache, window only, sinks + window) in chunks of 128; "
+                 f"{timings.hint(model_key, timings.SINKS)}.")
+    jobs.watch(SINK_JOB, jobs.bar, on_done=_sink_collect)
     job = jobs.current(SINK_JOB)
     if job is not None and job.done and job.error:
         st.warning(job.error)

@@ -76,18 +76,21 @@ def switch_to_causal_button(key: str) -> bool:
     from attnviz.models.registry import PACKAGED
     from attnviz.ui.sidebar import installed_models
 
+    from attnviz.ui.jobs import load_hint
+
     if CAUSAL_MODEL not in installed_models() or st.session_state.get("model_choice") == CAUSAL_MODEL:
         return False
-    st.button(f"Switch to {PACKAGED[CAUSAL_MODEL].label.split(' · ')[0]} (about 20 s to load)", key=key,
-              on_click=_use_causal_model, type="primary", icon=":material/swap_horiz:")
+    hint = load_hint(CAUSAL_MODEL)
+    st.button(f"Switch to {PACKAGED[CAUSAL_MODEL].label.split(' · ')[0]} ({load_hint(CAUSAL_MODEL, short=True)})",
+              key=key, on_click=_use_causal_model, type="primary", icon=":material/swap_horiz:",
+              help=f"{hint[:1].upper()}{hint[1:]}.")
     return True
 
 
 def sidebar_model(what: str):
     """(model key, text, second sentence or None, LoadedModel) of the sidebar, the model loaded under a spinner;
     or stop the page with a plain message (the trained toy model, no model chosen, a model that does not load)."""
-    from attnviz.models.registry import is_slow
-    from attnviz.ui.cache import get_model
+    from attnviz.ui.jobs import load_model
 
     require_hf_model(what)
     key, text, pair = sidebar_inputs()
@@ -95,8 +98,7 @@ def sidebar_model(what: str):
         st.info("Type a HuggingFace hub id or a local model folder in the sidebar.")
         stop_page()
     try:
-        with st.spinner(f"Loading {key}… (about 20 s the first time)" if is_slow(key) else f"Loading {key}…"):
-            loaded = get_model(key)
+        loaded = load_model(key)  # a progress bar with the time left while it loads
     except AttnvizError as e:
         st.warning(str(e))
         stop_page()
@@ -110,6 +112,15 @@ def ablated_heads() -> set:
     """The ablated (layer, head) pairs of the sidebar's model (a copy). Each model keeps its own:
     heads switched off on one model are not switched off on another."""
     return set(st.session_state.get(ABLATED, {}).get(model_key(), set()))
+
+
+def ablation_note(marks: str, heads) -> str:
+    """The sentence that explains ablation marks beside a figure. `marks` names the marks with their verb
+    ("Red crosses mark"); heads: the ablated (layer, head) pairs the figure marks."""
+    listed = ", ".join(f"L{int(l)} H{int(h)}" for l, h in sorted(heads))
+    return (f"{marks} the heads switched off on the **Ablation** page ({listed}). The ablation applies there "
+            "only: this figure comes from the model with every head on, so the marked heads show their own "
+            "attention. The Ablation page shows what switching them off changes.")
 
 
 def set_ablated_heads(heads) -> None:
@@ -164,18 +175,21 @@ def clicked_head(event) -> tuple[int, int] | None:
 def corpus_role_scores(key: str, words: bool = False) -> RoleScores | None:
     """Role scores averaged over the example sentences (at word level when `words`), with a progress
     bar; None on failure."""
+    from attnviz import timings
+    from attnviz.ui.jobs import Bar
+
     items = examples()
-    bar = st.progress(0.0, text="Scoring the example sentences…")
     scores = []
+    detail = f"{len(items)} example sentences" + (", word level" if words else "")
     try:
-        for i, (a, b) in enumerate(items):
-            scores.append(example_role_scores(key, a, b, words))
-            bar.progress((i + 1) / len(items), text=f"Scored {i + 1} of {len(items)} example sentences")
+        with Bar("Scoring the example sentences…", hint=timings.hint(key, timings.ROLES),
+                 timing=(key, timings.ROLES, detail)) as bar:
+            for i, (a, b) in enumerate(items):
+                scores.append(example_role_scores(key, a, b, words))
+                bar(i + 1, len(items), f"Scored {i + 1} of {len(items)} example sentences")
     except AttnvizError as e:
         st.warning(str(e))
         return None
-    finally:
-        bar.empty()
     return average_scores(scores)
 
 
@@ -207,12 +221,11 @@ def rank_all_heads(key: str, text: str, pair: str | None) -> np.ndarray:
     store = st.session_state.setdefault("ab_rankings", {})
     if (key, text, pair) in store:
         return store[(key, text, pair)]
-    bar = st.progress(0.0, text="Switching off each head in turn…")
-    try:
+    from attnviz.ui.jobs import Bar
+
+    with Bar("Switching off each head in turn…") as bar:
         out = rank_heads(get_model(key), get_result(key, text, pair, None), ablation_run(key, text, pair, ()),
-                         progress=lambda done, total: bar.progress(done / total, text=f"Head {done} of {total}"))
-    finally:
-        bar.empty()
+                         progress=lambda done, total: bar(done, total, f"Head {done} of {total}"))
     if len(store) > 8:
         store.clear()
     store[(key, text, pair)] = out
@@ -222,17 +235,17 @@ def rank_all_heads(key: str, text: str, pair: str | None) -> np.ndarray:
 def induction_of_model(key: str, n_words: int, n_sequences: int) -> dict | None:
     """Induction and duplicate-token scores (layer, head) averaged over n_sequences random repeated
     sequences (seeds 0..n-1), with a progress bar; "text" is the first sequence. None on failure."""
-    bar = st.progress(0.0, text="Reading random repeated sequences…")
+    from attnviz.ui.jobs import Bar
+
     runs = []
     try:
-        for seed in range(n_sequences):
-            runs.append(induction_one(key, n_words, seed))
-            bar.progress((seed + 1) / n_sequences, text=f"Sequence {seed + 1} of {n_sequences}")
+        with Bar("Reading random repeated sequences…") as bar:
+            for seed in range(n_sequences):
+                runs.append(induction_one(key, n_words, seed))
+                bar(seed + 1, n_sequences, f"Sequence {seed + 1} of {n_sequences}")
     except AttnvizError as e:
         st.warning(str(e))
         return None
-    finally:
-        bar.empty()
     return {"text": runs[0]["text"],
             **{k: np.mean([r[k] for r in runs], axis=0) for k in ("induction", "duplicate")}}
 

@@ -42,6 +42,7 @@ def stop() -> None:
     """st.stop() that first keeps the URL and the 'Link to this view' box current.
 
     After st.stop() Streamlit drops every later command, app.py's closing sync included."""
+    share.stopped_early()
     end()
     st.stop()
 

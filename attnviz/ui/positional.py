@@ -8,6 +8,7 @@ import streamlit as st
 from attnviz import positional as pe
 from attnviz.errors import AttnvizError, BadInput
 from attnviz.positional import figures as plots
+from attnviz.units import count_text
 
 SMALL_SIDE = 128  # cells per side of the sinusoidal companions in the Learned tab (keeps it under ~1 MB)
 SCHEME_LABELS = {"none": "no positions", "sinusoidal": "sinusoidal PE added", "rope": "RoPE on q and k"}
@@ -52,7 +53,7 @@ def sinusoidal_tab() -> None:
 Row *pos* is the vector added to the token at position *pos*. Column pair (2i, 2i+1) holds
 sin and cos of *pos · w_i* with **w_i = {base:g}^(-2i/{d_model})**: the first pairs turn fast
 (w_0 = 1 radian per position), the last ones so slowly that they barely change over
-{max_len} positions. Together they give every position a distinct pattern, like the hands of
+{count_text(max_len)} positions. Together they give every position a distinct pattern, like the hands of
 a clock running at many speeds.""")
         default = [d for d in (0, 1, 10, d_model // 2) if d < d_model]
         dims = st.multiselect("Dimensions to draw as waves", list(range(d_model)), default=sorted(set(default)),
@@ -106,13 +107,13 @@ def _shift_map(table: np.ndarray, base: float) -> None:
                                     "difference": st.column_config.NumberColumn(format="%.1e")})
         explain(f"""
 M_k rotates each (sin, cos) pair by the angle k · w_i and depends on k only, not on pos. Over all
-{max_len - k} positions with pos + k in the table, the largest |PE(pos+k) − M_k·PE(pos)| is
+{count_text(max_len - k)} positions with pos + k in the table, the largest |PE(pos+k) − M_k·PE(pos)| is
 **{error:.1e}**. A model can therefore learn "look k tokens back" as one linear map.""")
 
 
 # ---------------------------------------------------------------- Learned
 def learned_tab() -> None:
-    from attnviz.ui.cache import get_model
+    from attnviz.ui.jobs import load_model
     from attnviz.ui.sidebar import model_key
 
     key = model_key()
@@ -120,8 +121,7 @@ def learned_tab() -> None:
         st.info("Type a HuggingFace hub id or a local model folder in the sidebar.")
         return
     try:
-        with st.spinner(f"Loading {key}…"):
-            loaded = get_model(key)
+        loaded = load_model(key)
         learned = pe.position_embeddings(loaded)
     except pe.NoPositionEmbeddings as e:
         st.info(str(e))
@@ -135,7 +135,7 @@ def learned_tab() -> None:
     n_pos, d_model = table.shape
     facts = loaded.facts
     st.markdown(f"**{facts.name}** ({facts.architecture}) keeps its position vectors in `{learned.module}`: "
-                f"**{n_pos} positions x {d_model} dimensions = {n_pos * d_model:,} trained numbers**."
+                f"**{count_text(n_pos)} positions x {d_model} dimensions = {n_pos * d_model:,} trained numbers**."
                 + (f" The table has {learned.offset} extra reserved rows before position 0, not shown." if learned.offset else "")
                 + " Colours of the learned table are clipped at the 99th percentile of |value| so that a few large entries do not wash out the rest.")
     sin_table = pe.sinusoidal(n_pos, d_model) if d_model % 2 == 0 else None
@@ -177,9 +177,9 @@ Nobody wrote these vectors down: training found them. Still, neighbouring positi
 similarity is not exactly a function of the offset (the diagonals are not constant).
 
 **Positions past {n_pos - 1} do not exist.** The table has one row per position, so an input longer
-than {n_pos} tokens (special tokens included) has no vector for position {n_pos} onward and the model
+than {count_text(n_pos)} tokens (special tokens included) has no vector for position {n_pos} onward and the model
 cannot encode it. attnviz drops the tokens after the first {n_pos} and says so in the sidebar; to
-cover a long text, cut it into windows of at most {n_pos} tokens (overlapping, if context matters)
+cover a long text, cut it into windows of at most {count_text(n_pos)} tokens (overlapping, if context matters)
 and run each window separately; tokens in different windows then never attend to each other.""")
 
 

@@ -23,6 +23,12 @@ class PageSpec:
         return f"{FOLDER}/{self.name}.py"
 
     @property
+    def prefix(self) -> str:
+        """The start of every widget and session key the page binds (its own; st.session_state is one
+        namespace for all pages): prefix + "_" + name, or "_" + prefix + "_" + name for internal state."""
+        return KEY_PREFIXES[self.name]
+
+    @property
     def lecture(self) -> bool:
         """A numbered lab page: part of the lecture order (Previous/Next links)."""
         return self.section == "Learn" and self.title[:1].isdigit()
@@ -59,6 +65,15 @@ PAGES: tuple[PageSpec, ...] = tuple(PageSpec(*row) for row in (
     ('Learn', 'training', 'Training evolution', ':material/model_training:', 'watch attention form while a model learns', ''),
 ))
 HOME = PAGES[0]
+# Each page's key prefix (PageSpec.prefix); tests/unit/test_page_keys.py checks that every key a page binds
+# carries it, or is one of the keys shared by all pages (sidebar, deck, links), and that no two pages share one.
+KEY_PREFIXES: dict[str, str] = {
+    "home": "home", "heatmap": "hm", "query_key": "qk", "long": "lg", "entropy": "en", "rollout": "ro",
+    "head_roles": "hr", "ablation": "ab", "contributions": "ct", "trust": "trust", "logit_lens": "ll",
+    "atlas": "at", "compare": "cmp", "lab_steps": "steps", "lab_scaling": "scaling", "lab_temperature": "temp",
+    "lab_masks": "masks", "lab_multihead": "mh", "lab_variants": "var", "lab_kv_cache": "kv", "lab_quiz": "quiz",
+    "lab_explanation": "nx", "deck": "deck", "positional": "pe", "complexity": "cx", "training": "tr",
+}
 
 
 def page(name: str) -> PageSpec:

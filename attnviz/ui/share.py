@@ -5,6 +5,7 @@ from __future__ import annotations
 from urllib.parse import urlencode
 
 import streamlit as st
+from streamlit.errors import StreamlitAPIException
 
 # Keys every page shares, with their types. Pages add their own with bind().
 GLOBAL_KEYS: dict[str, type] = {
@@ -23,7 +24,32 @@ _KEPT = "_share_kept"
 _ALL_KEYS = "_share_all_keys"  # every key ever bound in this session (key -> type)
 _REVIVED = "_share_revived"  # keys revived in this run, dropped again if a widget refuses them
 _PAGE = "_share_page"  # the page of this run (its URL path)
+# A run that stops early (st.stop() after a plain message) keeps its controls' values on the server
+# but not in the browser: the browser forgets every control the run did not draw, and draws it again
+# at its default unless the server sends the value (Streamlit skips its clean-up after st.stop()).
+_STOPPED = "_share_stopped"  # a run ended with st.stop() and no run has gone through to its end since
+_RESEND = "_share_resend"  # this run follows such a run: send the values of the controls again
+_HELD = "_share_held"  # widget keys kept across runs without going into the URL (see hold)
 _LAST_PAGE = "_share_last_page"  # the page whose run last ended
+# Streamlit's browser side adds a history entry each time a run changes the query string, so Back
+# stepped through every run of a page. This makes an entry for the same page replace the current one:
+# each page visited is one entry, and Back returns to the previous page in one press.
+_HISTORY_JS = """<script>
+(() => {
+  const h = window.history;
+  if (h.__attnvizOneEntryPerPage) return;
+  const push = h.pushState.bind(h);
+  h.pushState = function (state, title, url) {
+    try {
+      if (url != null && new URL(url, window.location.href).pathname === window.location.pathname) {
+        return h.replaceState(state, title, url);
+      }
+    } catch (e) { /* an odd URL: leave it to the browser */ }
+    return push(state, title, url);
+  };
+  h.__attnvizOneEntryPerPage = true;
+})();
+</script>"""
 
 
 def _parse(raw: str, kind: type):
@@ -46,16 +72,20 @@ def _encode(value) -> str:
     return str(value)
 
 
-def _restore(keys: dict[str, type]) -> None:
-    """Copy URL values into session state, once per key and session (before widgets exist)."""
+def _restore(keys: dict[str, type], former: dict[str, str] | None = None) -> None:
+    """Copy URL values into session state, once per key and session (before widgets exist).
+    former: {earlier URL name: key} read when the link has the earlier name instead of the key."""
     done = st.session_state.setdefault(_RESTORED, set())
+    earlier = {key: name for name, key in (former or {}).items()}
     for key, kind in keys.items():
         if key in done:
             continue
         done.add(key)
-        if key in st.query_params:
+        name = key if key in st.query_params else earlier.get(key)
+        if name is not None and name in st.query_params:
+            done.add(name)  # an earlier name read here is not carried along in the URL
             try:
-                st.session_state[key] = _parse(st.query_params[key], kind)
+                st.session_state[key] = _parse(st.query_params[name], kind)
                 st.session_state.setdefault(_FROM_LINK, set()).add(key)
             except ValueError:
                 pass  # a hand-edited link with a bad value keeps the default
@@ -73,7 +103,7 @@ def _revive(keys) -> None:
 def keep_values() -> None:
     """Called at the end of every run: remember the value of every shared key."""
     kept = st.session_state.setdefault(_KEPT, {})
-    for key in {**GLOBAL_KEYS, **st.session_state.get(_ALL_KEYS, {})}:
+    for key in {**GLOBAL_KEYS, **st.session_state.get(_ALL_KEYS, {}), **dict.fromkeys(st.session_state.get(_HELD, ()))}:
         if key in st.session_state:
             kept[key] = st.session_state[key]
 
@@ -86,18 +116,74 @@ def forget(*keys: str) -> None:
         st.session_state.pop(key, None)
 
 
+def open_link(keep: tuple[str, ...] = ()) -> None:
+    """Make this run read the URL as a freshly opened link does, inside the same browser session: every
+    shared key takes the link's value, or its default when the link has none (except those in `keep`).
+    For a deck's slides, reached without a page load. Call before start_run."""
+    st.session_state.pop(_RESTORED, None)
+    st.session_state.pop(_FROM_LINK, None)
+    for key in {**GLOBAL_KEYS, **st.session_state.get(_ALL_KEYS, {}), **st.session_state.get(_KEPT, {})}:
+        if key not in st.query_params and key not in keep:
+            forget(key)
+
+
 def start_run(page: str = "") -> None:
     """Called by app.py before the sidebar: restore the shared keys, forget last run's page keys.
     `page` is the URL path of the page this run shows."""
+    _one_history_entry_per_page()
     st.session_state[_PAGE] = page
     st.session_state[_PAGE_KEYS] = {}
     st.session_state[_REVIVED] = set()
+    st.session_state[_RESEND] = bool(st.session_state.get(_STOPPED))
     _restore(GLOBAL_KEYS)
     _revive(GLOBAL_KEYS)
     dropped = st.session_state.pop(_LINK_RESET, None)
     if dropped:
         st.toast("Some settings in the link were out of range, so this view uses the defaults for: "
                  + ", ".join(dropped) + ".", icon=":material/link_off:")
+
+
+def _one_history_entry_per_page() -> None:
+    """Installs _HISTORY_JS in the page (first element of every run, hidden; it acts once per page load)."""
+    with st.container(key="share_history"):
+        st.html(_HISTORY_JS, unsafe_allow_javascript=True)
+    st.html("<style>.st-key-share_history, [data-testid='stLayoutWrapper']:has(> .st-key-share_history) "
+            "{ display: none; }</style>")
+
+
+def stopped_early() -> None:
+    """Called just before st.stop() (after it no state can be written): the next runs send their controls'
+    values again, until one goes through to its end (one cut short by a rerun may not have drawn them)."""
+    st.session_state[_STOPPED] = True
+
+
+def run_completed() -> None:
+    """Called by app.py after a page ran to its end: it drew every control it shows."""
+    st.session_state.pop(_STOPPED, None)
+
+
+def _resend(keys) -> None:
+    """After a run that ended with st.stop(), give each of `keys` its value again before its widget
+    is drawn: Streamlit then sends the value to the browser, which had forgotten the control and
+    would draw it at its default (and send that back on the next touch) while the figures use the value."""
+    if not st.session_state.get(_RESEND):
+        return
+    for key in keys:
+        if key in st.session_state:
+            try:
+                st.session_state[key] = st.session_state[key]
+            except StreamlitAPIException:  # its widget is drawn already in this run: the browser has it
+                pass
+
+
+def hold(*keys: str) -> None:
+    """Widget keys whose values persist like bind()'s but stay out of the URL (a picker's own keys, a
+    page's secondary switches). Call before their widgets: a value Streamlit dropped while the widget
+    was not drawn comes back, and after a run that stopped early the browser is told it again."""
+    held = st.session_state.setdefault(_HELD, set())
+    held.update(keys)
+    _revive(keys)
+    _resend(keys)
 
 
 def accept_link_values() -> None:
@@ -128,10 +214,12 @@ def from_link(key: str):
     return None
 
 
-def bind(keys: dict[str, type]) -> None:
-    """A page's main settings (widget keys -> type) that go into the URL. Call before the widgets."""
-    _restore(keys)
+def bind(keys: dict[str, type], former: dict[str, str] | None = None) -> None:
+    """A page's main settings (widget keys -> type) that go into the URL. Call before the widgets.
+    former: {earlier URL name: key} for settings renamed since links were shared (old links keep working)."""
+    _restore(keys, former)
     _revive(keys)
+    _resend(keys)
     st.session_state.setdefault(_PAGE_KEYS, {}).update(keys)
     st.session_state.setdefault(_ALL_KEYS, {}).update(keys)
 
@@ -166,6 +254,9 @@ def sync_url(early: bool = False) -> None:
     page = st.session_state.get(_PAGE, "")
     if early and st.session_state.get(_LAST_PAGE) == page:
         return
+    if early and _LAST_PAGE not in st.session_state:
+        return  # the first run after a page load: the browser shows the address just opened, and a
+        # write this early would come before _HISTORY_JS is in the page (an extra history entry)
     if not early:
         keep_values()
     params = current_params()

@@ -5,8 +5,9 @@ import streamlit as st
 
 from attnviz.errors import AttnvizError
 from attnviz.examples import examples, long_text
-from attnviz.models.registry import DEFAULT_MODEL, PACKAGED, is_slow, package_dir
+from attnviz.models.registry import DEFAULT_MODEL, PACKAGED, package_dir
 from attnviz.ui.page import stop as stop_page
+from attnviz.units import count_text
 
 OTHER = "other"  # model picker entry for a hub id or folder typed by the user
 TRAINED = "trained"  # model picker entry for a frame stored by the training page
@@ -49,6 +50,56 @@ def queue_text(text: str) -> None:
     st.session_state[_QUEUED_TEXT] = text
 
 
+_REPLACED = "_sidebar_replaced"  # {"previous": settings, "text": the text put in, "note": what happened, "toast": bool}
+
+
+def replace_text(text: str, note: str, words: bool | None = None) -> None:
+    """Like queue_text, for a page that opens a view on a text of its own (and, with `words`, sets the Word level
+    switch): the sidebar then says so (`note`, a sentence naming what replaced the text) and offers a button back
+    to the text, sentence pair and Word level it had."""
+    from attnviz.ui import words as word_level
+
+    ss = st.session_state
+    earlier = ss.get(_REPLACED)
+    previous = earlier["previous"] if earlier and ss.get("text") == earlier["text"] else {
+        "text": ss.get("text"), "text_pair": ss.get("text_pair", ""), "use_pair": bool(ss.get("use_pair", False)),
+        word_level.WORDS: bool(ss.get(word_level.WORDS, False))}
+    if words is not None and bool(words) != previous[word_level.WORDS]:
+        note += f" Word level is now {'on' if words else 'off'}."
+        word_level.queue(bool(words))
+    ss[_REPLACED] = {"previous": previous, "text": text, "note": note, "toast": True}
+    queue_text(text)
+
+
+def _restore_replaced() -> None:
+    replaced = st.session_state.pop(_REPLACED, None)
+    if replaced:
+        st.session_state.update(replaced["previous"])
+
+
+def _keep_replaced() -> None:
+    st.session_state.pop(_REPLACED, None)
+
+
+def _replaced_notice() -> None:
+    """Under the text box: what a page put there, with the way back (until the text is edited or kept)."""
+    replaced = st.session_state.get(_REPLACED)
+    if not replaced:
+        return
+    if st.session_state.get("text") != replaced["text"]:  # the text was edited since: the offer lapses
+        del st.session_state[_REPLACED]
+        return
+    if replaced["toast"]:
+        replaced["toast"] = False
+        st.toast(replaced["note"], icon=":material/swap_horiz:")
+    with st.container(border=True):
+        st.caption(replaced["note"])
+        back, keep = st.columns([3, 2])
+        back.button("Back to my text", key="sidebar_restore_text", on_click=_restore_replaced,
+                    icon=":material/undo:", help="The text, sentence pair and Word level from before.")
+        keep.button("Keep this", key="sidebar_keep_text", on_click=_keep_replaced)
+
+
 def render() -> None:
     first_a, _ = examples()[0]
     if _QUEUED_TEXT in st.session_state:
@@ -85,6 +136,7 @@ def render() -> None:
                        "reads longer texts from a file, or its bundled text.")
         elif cut:
             del st.session_state[_CUT]
+        _replaced_notice()
         st.toggle("Sentence pair", key="use_pair", help="Feed a second sentence as segment B ([SEP]-separated).")
         if st.session_state["use_pair"]:
             st.text_input("Second sentence (B)", key="text_pair")
@@ -126,10 +178,10 @@ def sidebar_inputs() -> tuple[str, str, str | None]:
 
 def current_result(max_tokens: int | None = None, lens: bool = False):
     """The AttentionResult of the sidebar's model and text, or None after showing a plain
-    message (the caller then stops). Loads the model with a spinner on first use. With `lens`,
+    message (the caller then stops). Loads the model with a progress bar on first use. With `lens`,
     seen through the sidebar's Show control (weights, value-weighted or ALTI)."""
     from attnviz.ui import contrib, words
-    from attnviz.ui.cache import get_model, get_result
+    from attnviz.ui.cache import get_result
 
     key = model_key()
     if key == TRAINED:
@@ -150,8 +202,9 @@ def current_result(max_tokens: int | None = None, lens: bool = False):
         st.info("Type a HuggingFace hub id or a local model folder in the sidebar.")
         return None
     try:
-        with st.spinner(f"Loading {key}… (about 20 s the first time)" if is_slow(key) else f"Loading {key}…"):
-            get_model(key)
+        from attnviz.ui.jobs import load_model
+
+        load_model(key)  # a progress bar with the time left while it loads
         with st.spinner("Computing attention…"):
             result = get_result(key, text, pair or None, max_tokens)
     except AttnvizError as e:
@@ -162,12 +215,12 @@ def current_result(max_tokens: int | None = None, lens: bool = False):
         context = result.facts.max_positions
         if context and context > t.max_tokens:  # the app's dense limit, not the model's
             st.info(f"The text is {t.n_tokens_requested:,} tokens long. This page keeps every head's full map, so it "
-                    f"reads at most {t.max_tokens} tokens ({result.facts.name} itself takes {context:,}): the last "
+                    f"reads at most {count_text(t.max_tokens)} tokens ({result.facts.name} itself takes {context:,}): the last "
                     f"{t.n_dropped:,} were dropped. The **Long inputs** page reads the whole text, computing each "
                     "map only when you look at it.")
         else:
-            st.info(f"The text is {t.n_tokens_requested} tokens long; the model takes at most {t.max_tokens}, "
-                    f"so the last {t.n_dropped} tokens were dropped.")
+            st.info(f"The text is {count_text(t.n_tokens_requested)} tokens long; the model takes at most {t.max_tokens}, "
+                    f"so the last {count_text(t.n_dropped)} tokens were dropped.")
     if lens:
         return words.apply(contrib.apply(result, key, text, pair or None, max_tokens, trained=False), key, text,
                            pair or None, max_tokens, trained=False)

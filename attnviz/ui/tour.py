@@ -3,6 +3,8 @@ two sentences. A tour step names a widget or figure by its Streamlit key (Stream
 element the CSS class st-key-<key>), so the outline follows the element wherever the layout puts it."""
 from __future__ import annotations
 
+import json
+
 import streamlit as st
 
 # page name -> [(element key, what to do and what to see)]
@@ -81,29 +83,79 @@ TOURS: dict[str, list[tuple[str, str]]] = {
 
 HIGHLIGHT = ("outline: 3px solid #e45756; outline-offset: 4px; border-radius: 6px; "
              "box-shadow: 0 0 0 9999px rgba(255, 255, 255, 0.0);")
+# The step box floats at the bottom right of the window, over the page, wherever the page is scrolled;
+# the page gets room below its last element so that nothing stays hidden under the box.
+BOX = ("position: fixed; bottom: 1rem; right: 1.5rem; width: min(46rem, calc(100vw - 3rem)); z-index: 999990; "
+       "background: white; box-shadow: 0 4px 18px rgba(0, 0, 0, 0.18); border-radius: 0.5rem;")
+# Brings the outlined element into the part of the window the header and the step box leave free,
+# once per move through the tour (not on the page's other reruns): it waits for the run to end and the
+# element to stop changing size, then scrolls the page only if the element is not in view already.
+SCROLL_JS = """<script>
+(() => {
+  const token = %(token)s, key = %(key)s, boxKey = %(box)s;
+  if (window.__attnvizTourAt === token) return;
+  window.__attnvizTourAt = token;
+  const started = Date.now();
+  let lastHeight = -1;
+  const tick = () => {
+    if (window.__attnvizTourAt !== token || Date.now() - started > 20000) return;
+    const app = document.querySelector('[data-testid="stApp"]');
+    const el = document.querySelector('.st-key-' + key);
+    const r = el && el.getBoundingClientRect();
+    const running = app && app.getAttribute('data-test-script-state') === 'running';
+    if (!r || r.height === 0 || running || r.height !== lastHeight) {
+      lastHeight = r ? r.height : -1;
+      setTimeout(tick, 150);
+      return;
+    }
+    const header = document.querySelector('[data-testid="stHeader"]');
+    const box = document.querySelector('.st-key-' + boxKey);
+    const top = (header ? header.getBoundingClientRect().bottom : 0) + 12;
+    const bottom = (box ? box.getBoundingClientRect().top : window.innerHeight) - 12;
+    if (r.top >= top && r.bottom <= bottom) return;
+    const dy = r.height <= bottom - top ? (r.top + r.bottom - top - bottom) / 2 : r.top - top;
+    const scroller = el.closest('[data-testid="stMain"]') || document.scrollingElement;
+    scroller.scrollBy({top: dy, behavior: 'smooth'});
+  };
+  tick();
+})();
+</script>"""
+
+
+def _moved(page: str) -> None:
+    """Counts the moves through a page's tour (turning it on, Back, Next): each one scrolls once."""
+    key = f"tour_moves_{page}"
+    st.session_state[key] = st.session_state.get(key, 0) + 1
 
 
 def _step(page: str, delta: int) -> None:
     key = f"tour_step_{page}"
     st.session_state[key] = max(0, min(len(TOURS[page]) - 1, st.session_state.get(key, 0) + delta))
+    _moved(page)
 
 
 def tour(page: str) -> None:
-    """The page's tour: a toggle, then (when on) the current step in a box that stays at the top of the
-    window, Back / Next, and the step's element outlined."""
+    """The page's tour: a toggle, then (when on) the current step in a box that floats at the bottom of
+    the window, Back / Next, and the step's element outlined and scrolled into view."""
     steps = TOURS.get(page)
     if not steps:
         return
-    on = st.toggle("Guided tour", key=f"tour_on_{page}",
+    on = st.toggle("Guided tour", key=f"tour_on_{page}", on_change=_moved, args=(page,),
                    help="One control or figure at a time, outlined in red, with what to do and what to see.")
     if not on:
         return
     i = max(0, min(len(steps) - 1, int(st.session_state.get(f"tour_step_{page}", 0))))
     element, text = steps[i]
     with st.container(key=f"tour_box_{page}", border=True):
-        left, back, nxt = st.columns([8, 1, 1])
+        left, back, nxt = st.columns([8, 1.2, 1.2], vertical_alignment="center")
         left.markdown(f"**Tour · step {i + 1} of {len(steps)}** · {text}")
         back.button("Back", key=f"tour_back_{page}", on_click=_step, args=(page, -1), disabled=i == 0)
         nxt.button("Next", key=f"tour_next_{page}", on_click=_step, args=(page, 1), disabled=i == len(steps) - 1)
-    st.html(f"<style>.st-key-{element} {{ {HIGHLIGHT} }} "
-            f".st-key-tour_box_{page} {{ position: sticky; top: 3.75rem; z-index: 990; background: white; }}</style>")
+        with st.container(key=f"tour_scroll_{page}"):
+            token = f"{page}:{i}:{st.session_state.get(f'tour_moves_{page}', 0)}"
+            st.html(SCROLL_JS % {"token": json.dumps(token), "key": json.dumps(element),
+                                 "box": json.dumps(f"tour_box_{page}")}, unsafe_allow_javascript=True)
+    st.html(f"<style>.st-key-{element} {{ {HIGHLIGHT} }} .st-key-tour_box_{page} {{ {BOX} }} "
+            f".st-key-tour_scroll_{page}, [data-testid='stLayoutWrapper']:has(> .st-key-tour_scroll_{page}) "
+            f"{{ display: none; }} "
+            f'[data-testid="stMainBlockContainer"] {{ padding-bottom: 12rem; }}</style>')

@@ -7,6 +7,7 @@ import numpy as np
 import streamlit as st
 
 from attnviz.errors import AttnvizError
+from attnviz.progress import check
 from attnviz.training import figures
 from attnviz.training.runs import Run, from_bytes, to_bytes
 from attnviz.ui import jobs
@@ -61,7 +62,7 @@ def _collect(job) -> None:
 def _live_body(job, stack: str | None):
     live = job.data["live"]
     acc = "" if live.accuracy is None else f" · held-out accuracy {live.accuracy:.1%}"
-    jobs.progress(job, f"{job.label.capitalize()}: {job.message} · {job.elapsed:.1f} s{acc}")
+    jobs.bar(job, f"{job.label.capitalize()}: {job.message}", extra=acc.removeprefix(" · "))
     st.button("Cancel", key="tr_cancel", type="secondary", help="Stop now; the snapshots so far are kept.",
               on_click=jobs.cancel, args=("tr_job",))
     if job.cancelled:
@@ -107,6 +108,8 @@ def show_job_error() -> None:
 # ------------------------------------------------------------------ evolution view
 
 def frame_slider(run: Run) -> int:
+    """The step slider; a link carries the snapshot scrubbed to (a link past the last opens the last)."""
+    bind({"tr_frame": int})
     n = run.n_frames
     f = int(st.session_state.get("tr_frame", n - 1))
     st.session_state["tr_frame"] = min(max(f, 0), n - 1)
@@ -147,11 +150,18 @@ def summary(run: Run) -> None:
                    else f"{acc:.1%}", help=f"Greedy predictions on {m.get('heldout', 'the')} held-out examples "
                                            "never seen in training.")
     cols[1].metric("Snapshots", run.n_frames)
-    cols[2].metric("Seconds", f"{m.get('seconds', float('nan')):.1f}")
+    from attnviz.training.finetune import timing_note
+
+    timing = timing_note(m)
+    cols[2].metric("Seconds", f"{m.get('seconds', float('nan')):.1f}", help=timing,
+                   delta=f"{m['cpu_seconds']:.0f} s of processor time" if timing else None, delta_color="off",
+                   delta_arrow="off")
     cols[3].metric("Finished", "yes" if run.completed else f"cancelled at step {m.get('steps_done')}")
     f = run.facts
     st.caption(f"**{run.title}** · {f.kind} · {f.n_layers} layer(s) × {f.n_heads} heads · d_model {f.d_model} · "
                f"positions: {f.position_scheme} · probe: “{' '.join(run.tokens)}”")
+    if timing:
+        st.caption(timing)
     if m.get("expect"):
         st.info("What to look for: " + m["expect"])
 
@@ -344,11 +354,9 @@ def finetune_controls() -> str:
             st.warning(str(e))
             return slot
         from attnviz.training.finetune import finetune
-        from attnviz.ui.cache import get_model
 
         try:
-            with st.spinner("Loading MiniLM…"):
-                loaded = get_model("minilm")
+            loaded = jobs.load_model("minilm")
         except AttnvizError as e:
             st.warning(str(e))
             return slot
@@ -384,16 +392,10 @@ def checkpoint_controls() -> str:
 
         def work(cb, cancel):
             def each(i, n, spec):
-                if cancel.is_set():
-                    raise CancelledSeries()
+                check(cancel, "Loading the checkpoint series")
                 cb(Progress(i, n, float("nan"), 0.0, None, None, []))
             return checkpoint_series(specs, text, callback=each)
 
         start(slot, work, "loading checkpoints")
         st.rerun()
     return slot
-
-
-class CancelledSeries(AttnvizError):
-    def __str__(self):
-        return "Loading the checkpoint series was cancelled."

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
+from attnviz.units import count_text
+
 WORDS = "words"  # session key of the sidebar toggle (shared in the URL)
 PAGES_WITH_WORDS = "the heatmap, entropy, rollout and head-role pages"
 
@@ -45,7 +47,7 @@ def apply(result, model_key: str, text: str, pair: str | None, max_tokens: int |
     if merged is result:
         st.caption("**Word level:** every token here is a whole word already; nothing to merge.")
     else:
-        st.caption(f"**Word level:** {result.seq_len} tokens merged into {merged.seq_len} words. Attention *to* a "
+        st.caption(f"**Word level:** {count_text(result.seq_len)} tokens merged into {count_text(merged.seq_len)} words. Attention *to* a "
                    "word is the sum over its pieces, attention *from* a word the mean of its pieces' rows, so every "
                    "row still sums to 1.")
     return merged

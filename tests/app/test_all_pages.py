@@ -1,29 +1,24 @@
-"""AppTest: every page listed in app.py runs with no exception on the default model."""
+"""AppTest: every page of the registry runs on the default model with no exception and shows its title;
+the registry lists every page file and nothing else."""
 from pathlib import Path
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
-from tests.conftest import APP
+from attnviz.ui.registry import FOLDER, PAGES
+from tests.app.apptest import open_page
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _pages():
-    import ast
-
-    tree = ast.parse((ROOT / "app.py").read_text())
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "PAGES":
-            return [elt.elts[1].value for elt in node.value.elts if (ROOT / elt.elts[1].value).exists()]
-    return []
+def test_the_registry_lists_every_page_file_once():
+    files = sorted(p.stem for p in (ROOT / FOLDER).glob("*.py"))
+    names = [spec.name for spec in PAGES]
+    assert len(names) == len(set(names)) == len(files) > 20
+    assert sorted(names) == files
 
 
-@pytest.mark.parametrize("page", _pages())
-def test_page_runs_without_exception(page):
-    at = AppTest.from_file(APP, default_timeout=240)
-    at.run()
-    at.switch_page(page)
-    at.run()
-    assert not at.exception, f"{page}: {at.exception}"
-    assert len(at.title) >= 1, f"{page} has no title"
+@pytest.mark.parametrize("spec", PAGES, ids=lambda spec: spec.name)
+def test_page_runs_without_exception(spec):
+    at = open_page(spec.file, timeout=240)
+    assert not at.exception, f"{spec.name}: {at.exception}"
+    assert len(at.title) == 1 and at.title[0].value.strip(), f"{spec.name}: {[t.value for t in at.title]}"

@@ -23,7 +23,8 @@ def stored(minilm):
     corpus = cp.Corpus("four sentences", tuple(TEXTS))
     folder = Path(os.environ["ATTNVIZ_ATLAS_DIR"]) / "apptest-four"
     run_corpus("minilm", corpus, folder, loaded=minilm, chunk_size=2, restart=True)
-    return str(folder), Atlas(folder)
+    with Atlas(folder) as atlas:
+        yield str(folder), atlas
 
 
 def _grid_z(at, title_part):

@@ -130,7 +130,8 @@ def test_text_view_shades_the_focus_row_and_column(minilm):
     from tests.app.apptest import open_page
 
     def weights(at):
-        return [np.array([float(w) for w in re.findall(r'data-weight="([^"]+)"', h.proto.body)]) for h in at.get("html")]
+        return [np.array([float(w) for w in re.findall(r'data-weight="([^"]+)"', h.proto.body)]) for h in at.get("html")
+                if "attnviz-text" in h.proto.body]
 
     at = open_page("app_pages/heatmap.py")
     r = extract(minilm, at.session_state["text"])

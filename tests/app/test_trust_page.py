@@ -13,9 +13,9 @@ PAGE = "app_pages/trust.py"
 
 def _run(at, timeout=300):
     """Press Run, wait for the background job (AppTest has no timer for the page's poll), rerun."""
-    at.button(key="tr_run").click().run()
+    at.button(key="trust_run").click().run()
     assert not at.exception, at.exception
-    job = at.session_state["tr_job"][1]
+    job = at.session_state["trust_job"][1]
     assert job.wait(timeout), "the attribution job did not finish"
     at.run()  # the poll's rerun: collects the report
     at.run()
@@ -34,15 +34,15 @@ def at():
 
 
 def test_page_runs_and_offers_the_encoder_targets(at):
-    box = at.selectbox(key="tr_kind")
+    box = at.selectbox(key="trust_kind")
     assert box.options == ["Similarity to a second sentence (sentence embedding)",
                            "Similarity to this sentence with one token masked"]
     assert any("Press **Run**" in i.value for i in at.info)
-    assert at.number_input(key="tr_steps").value == 32
+    assert at.number_input(key="trust_steps").value == 32
 
 
 def test_run_draws_the_figures_and_a_verdict(at):
-    at.number_input(key="tr_steps").set_value(16).run()
+    at.number_input(key="trust_steps").set_value(16).run()
     report = _run(at)
     verdict = _verdict(at)
     best = max(report.curves, key=lambda k: report.curves[k].comprehensiveness)
@@ -56,10 +56,10 @@ def test_run_draws_the_figures_and_a_verdict(at):
 
 
 def test_a_new_position_gives_new_numbers(at):
-    at.selectbox(key="tr_kind").set_value("similarity-masked").run()
+    at.selectbox(key="trust_kind").set_value("similarity-masked").run()
     first = _run(at)
     assert first.target.position == 2
-    at.selectbox(key="tr_pos_label").set_value("6: mat").run()
+    at.selectbox(key="trust_pos_label").set_value("6: mat").run()
     assert any("Press **Run**" in i.value for i in at.info)  # the old report is not shown for new settings
     second = _run(at)
     assert second.target.position == 6 and "'mat' (position 6) masked" in second.target.label
@@ -69,16 +69,25 @@ def test_a_new_position_gives_new_numbers(at):
 
 
 def test_steps_outside_the_range_are_refused_by_the_widget(at):
-    box = at.number_input(key="tr_steps")
+    box = at.number_input(key="trust_steps")
     assert (box.min, box.max) == (1, 512)
     assert "cost grows linearly" in box.help
 
 
 def test_a_link_with_10000_steps_falls_back_to_the_default():
-    at = open_page(PAGE, query={"tr_steps": "10000", "tr_kind": "similarity-masked", "tr_pos": "3"})
-    assert at.number_input(key="tr_steps").value == 32
+    at = open_page(PAGE, query={"trust_steps": "10000", "trust_kind": "similarity-masked", "trust_pos": "3"})
+    assert at.number_input(key="trust_steps").value == 32
     assert any("from 1 to 512 steps (it was 10000)" in w.value and "grows linearly" in w.value for w in at.warning)
-    assert at.selectbox(key="tr_pos_label").value == "3: sat"
+    assert at.selectbox(key="trust_pos_label").value == "3: sat"
+
+
+def test_a_link_naming_the_settings_tr_still_opens_them():
+    at = open_page(PAGE, query={"tr_steps": "16", "tr_kind": "similarity-masked", "tr_pos": "3"})
+    assert at.number_input(key="trust_steps").value == 16
+    assert at.selectbox(key="trust_kind").value == "similarity-masked"
+    assert at.selectbox(key="trust_pos_label").value == "3: sat"
+    assert at.query_params["trust_steps"] == "16" and at.query_params["trust_pos"] == "3"  # written back
+    assert not [name for name in at.query_params if name.startswith("tr_")]
 
 
 def test_the_trained_toy_model_gets_a_plain_message():

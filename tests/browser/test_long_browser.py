@@ -40,6 +40,11 @@ def test_record_the_bundled_text_open_a_head_and_zoom(page, app_server, minilm):
     page.get_by_text("Recorded 512 tokens").first.wait_for(timeout=120_000)
     wait_for_app(page, 120)
     assert wait_plot(page, title="All 6 × 12 heads, 64 × 64 tiles each (mean per tile)") == 0
+    # every tile is drawn square: pixels per column and per row of the mosaic agree
+    px_col, px_row = page.evaluate("() => { const L = document.querySelectorAll('.js-plotly-plot')[0]._fullLayout;"
+                                   " return [L.xaxis._length / L.xaxis._categories.length,"
+                                   " L.yaxis._length / L.yaxis._categories.length]; }")
+    assert px_row == pytest.approx(px_col, rel=0.02), (px_col, px_row)
     assert page.get_by_text("Each cell is the mean of a block").count() >= 1
     choose(page, "Layer", "3")
     choose(page, "Head", "5")

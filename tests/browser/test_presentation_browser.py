@@ -1,11 +1,14 @@
-"""Chromium at 1280 x 720 in presentation mode: figure text is large, nothing is clipped, and a
-heading shares a screen with its figure.
+"""Chromium at 1280 x 720 in presentation mode: figure text is large, nothing is clipped, a heading
+shares a screen with its figure, and every slide of the shipped deck opens on its figure.
 
 Reads the computed font size and the on-screen box of every text plotly drew (ticks, titles,
 colour bars, legends, annotations, cell texts) and the boxes of headings and figures."""
+import re
+
 import pytest
 
-from tests.conftest import wait_for_app
+from tests.browser.helpers import exception_texts
+from tests.conftest import ARTIFACTS, wait_for_app
 
 pytestmark = pytest.mark.browser
 
@@ -156,3 +159,76 @@ def test_presentation_complexity_every_tab_and_metrics(page, app_server):
             _check_texts(page, f"/complexity tab {i}")
             seen += 1
     assert seen >= 2
+
+
+# The first figure on screen: its box in the window, and how many page titles (h1) are shown.
+FIRST_FIGURE_JS = """() => {
+  const shown = [...document.querySelectorAll('.js-plotly-plot')].filter(p => p.getBoundingClientRect().height > 0);
+  const h1 = [...document.querySelectorAll('[data-testid="stMain"] h1')].filter(h => h.getBoundingClientRect().height > 0);
+  const r = shown.length ? shown[0].getBoundingClientRect() : null;
+  return {top: r && r.top, height: r && r.height, titles: h1.length};
+}"""
+SLIDE_IS = "() => document.querySelector('[data-testid=\"deck-bar\"]')?.dataset.slide === '%d'"
+VISIBLE = 240  # px of the first figure (or all of a shorter one) on the first screen
+
+
+def test_every_shipped_slide_opens_on_its_figure_at_1280x720(browser, app_server):
+    """At a projector's 1280 x 720: "Prepare deck" readies every slide, then every slide is presented in
+    turn with the arrow key. Each opens on its first figure, at least 240 px of it (all of a shorter one)
+    on the first screen, under a bar naming the slide; the page's title, explanation and controls are
+    folded away and the bar's "Title and controls" brings them back. Screenshots in test-artifacts."""
+    context = browser.new_context(viewport=VIEW)
+    page = context.new_page()
+    page.set_default_timeout(120_000)
+    out = ARTIFACTS / "deck-1280x720"
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        page.goto(app_server.url + "/deck")
+        wait_for_app(page)
+        page.get_by_role("button", name="Open this deck").click()
+        wait_for_app(page)
+        heading = page.locator("[data-testid=stMain] h3", has_text=re.compile(r"^\d+ slides$")).first
+        heading.wait_for(timeout=30_000)
+        n = int(heading.inner_text().split()[0])
+        titles = page.evaluate("""() => [...document.querySelectorAll('[data-testid="stDataFrame"] [role="row"]')]
+            .slice(1).map(r => ([...r.querySelectorAll('[role="gridcell"], td')][1] || {}).textContent || '')""")
+        page.get_by_role("button", name="Prepare deck").click()
+        page.get_by_text(f"All {n} slides are ready.").first.wait_for(timeout=600_000)
+        page.get_by_role("button", name="Start presenting").click()
+        wait_for_app(page)
+        page.get_by_role("link", name=re.compile("Go to slide 1")).click()
+        measured = []
+        for i in range(n):
+            if i:
+                page.evaluate("() => document.activeElement && document.activeElement.blur()")
+                page.keyboard.press("ArrowRight")
+            page.wait_for_function(SLIDE_IS % i, timeout=180_000)
+            wait_for_app(page, 180)
+            bar = page.locator('[data-testid="deck-bar"]').first
+            assert re.search(rf"\b{i + 1} / {n}\b", bar.inner_text()), (i, bar.inner_text())
+            if i < len(titles):  # the bar names what the slide shows
+                assert titles[i] and titles[i].strip() in bar.inner_text(), (i, titles[i])
+            box = bar.bounding_box()
+            assert box is not None and TOP_BAR <= box["y"] and box["y"] + box["height"] < 200, (i, box)
+            assert "present=1" in page.url and exception_texts(page) == [], (i, page.url)
+            fig = page.evaluate(FIRST_FIGURE_JS)
+            page.screenshot(path=str(out / f"slide-{i + 1:02d}.png"))
+            assert fig["top"] is not None, f"slide {i + 1} ({page.url}) shows no figure"
+            measured.append((i + 1, round(fig["top"]), round(fig["height"])))
+            assert TOP_BAR <= fig["top"] and fig["top"] + min(fig["height"], VISIBLE) <= VIEW["height"], (
+                f"slide {i + 1} ({page.url}): its first figure starts {fig['top']:.0f} px down, "
+                f"{fig['height']:.0f} px tall")
+            assert fig["titles"] == 0, f"slide {i + 1}: the page's title is not folded away"
+        print("first figure on each slide (slide, top, height):", measured)
+        # the toggle brings the page's title and controls back; another slide folds them away again
+        page.locator(".st-key-deck_controls label").first.click()
+        wait_for_app(page)
+        shown = page.evaluate(FIRST_FIGURE_JS)
+        assert shown["titles"] == 1 and shown["top"] > measured[-1][1]
+        page.evaluate("() => document.activeElement && document.activeElement.blur()")
+        page.keyboard.press("Home")
+        page.wait_for_function(SLIDE_IS % 0)
+        wait_for_app(page)
+        assert page.evaluate(FIRST_FIGURE_JS)["titles"] == 0
+    finally:
+        context.close()

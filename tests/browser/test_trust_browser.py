@@ -10,7 +10,7 @@ pytestmark = pytest.mark.browser
 
 
 def test_run_draws_the_verdict_and_the_figures(page, app_server):
-    open_path(page, app_server, "/trust?tr_steps=16")
+    open_path(page, app_server, "/trust?trust_steps=16")
     page.wait_for_selector("text=Press Run", timeout=60_000)
     page.get_by_role("button", name="▶ Run").click()
     page.wait_for_selector("text=For this input,", timeout=300_000)

@@ -47,10 +47,11 @@ def mode_from_env() -> WalkMode:
     return FULL if os.environ.get("ATTNVIZ_WALK", "").strip().lower() == "full" else REDUCED
 
 
-# Buttons the walk does not press, with the reason.
+# Buttons the walk does not press (by the start of their label: the switch's ends with the last load time), with
+# the reason.
 SKIP_BUTTONS = {
     "Use this step on the other pages": "selects the trained toy model in the sidebar by design",
-    "swap_horiz Switch to SmolLM2-135M (about 20 s to load)":
+    "swap_horiz Switch to SmolLM2-135M":
         "selects SmolLM2 in the sidebar by design (tests/browser/test_logit_lens_browser.py presses it)",
 }
 CANCEL_RE = re.compile(r"cancel", re.I)
@@ -550,8 +551,9 @@ class Walker:
         if c.disabled:
             return
         if c.kind == "button":
-            if c.label in SKIP_BUTTONS or CANCEL_RE.search(c.label):
-                self.note(f"{c.name} not pressed ({SKIP_BUTTONS.get(c.label, 'a Cancel button')})")
+            skip = next((why for start, why in SKIP_BUTTONS.items() if c.label.startswith(start)), None)
+            if skip or CANCEL_RE.search(c.label):
+                self.note(f"{c.name} not pressed ({skip or 'a Cancel button'})")
                 return
             self.interact(title, c, "press", lambda: self._click(c))
             self._walk_new(title, depth, seen, deadline)

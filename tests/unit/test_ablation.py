@@ -7,8 +7,8 @@ import torch
 
 from attnviz.errors import BadInput
 from attnviz.extract import extract
-from attnviz.hooks import output_projection
-from attnviz.metrics.ablation import (ablate, attention_change, check_heads, cosine_distance, effect,
+from attnviz.models.families import output_projection
+from attnviz.metrics.ablation import (attention_change, check_heads, cosine_distance, effect,
                                       rank_heads, run)
 from attnviz.models.hf import model_facts
 from attnviz.types import LoadedModel

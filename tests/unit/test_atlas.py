@@ -28,7 +28,8 @@ def store(minilm, tmp_path_factory):
     corpus = cp.from_text("\n".join(TEXTS).encode(), "six.txt")
     summary = run_corpus("minilm", corpus, folder, loaded=minilm, chunk_size=4)
     assert summary.n_done == len(TEXTS) and not summary.cancelled
-    return folder, Atlas(folder)
+    with Atlas(folder) as atlas:
+        yield folder, atlas
 
 
 def _parquet(folder, table):

@@ -73,3 +73,83 @@ def test_what_cannot_be_loaded_is_listed_and_the_rest_loads():
     assert [s.title for s in loaded.deck.slides] == ["ok"]
     assert len(loaded.problems) == 4
     assert "no_such_page" in loaded.problems[0] and "gpt-7" in loaded.problems[1]
+
+
+# ---- the shipped deck ---------------------------------------------------------------------------
+
+def test_the_shipped_deck_shows_each_view_once():
+    """No two slides of the shipped deck show the same view (the same page with the same settings)."""
+    from pathlib import Path
+
+    from attnviz.ui.registry import PAGES as APP_PAGES
+
+    files = sorted((Path(__file__).resolve().parents[2] / "assets" / "decks").glob("*.json"))
+    assert files, "no deck is shipped"
+    for f in files:
+        loaded = dk.from_json(f.read_bytes(), {p.name for p in APP_PAGES} | {""})
+        assert loaded.problems == () and len(loaded.deck) >= 10, f.name
+        views = [(s.page, tuple(sorted(s.params.items()))) for s in loaded.deck.slides]
+        repeated = sorted({v for v in views if views.count(v) > 1})
+        assert not repeated, f"{f.name}: slides {[i + 1 for i, v in enumerate(views) if v in repeated]} show the same view"
+        titles = [s.title for s in loaded.deck.slides]
+        assert len(set(titles)) == len(titles), f.name
+
+
+# ---- working copies on disk ---------------------------------------------------------------------
+
+@pytest.fixture
+def deck_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("ATTNVIZ_DECK_DIR", str(tmp_path))
+    return tmp_path
+
+
+def test_a_working_copy_round_trips_and_records_the_slide_on_screen(deck_dir):
+    from attnviz.decks import store
+
+    key = store.new_id()
+    assert store.valid_id(key) and store.load(key, PAGES) is None and store.position(key) is None
+    path = store.save(key, _deck())
+    assert path == deck_dir / f"{key}.json" and path.read_text(encoding="utf-8") == dk.to_json(_deck())
+    assert store.load(key, PAGES) == _deck()
+    edited = dk.edit(_deck(), 1, notes="said twice")
+    store.save(key, edited)  # every edit replaces the copy
+    assert store.load(key, PAGES) == edited
+    first = store.set_position(key, 0, restart=True)
+    assert first["slide"] == 0 and first["since"] == first["started"]
+    second = store.set_position(key, 2)
+    assert second["slide"] == 2 and second["started"] == first["started"] and second["since"] >= first["since"]
+    assert store.set_position(key, 2)["since"] == second["since"]  # the same slide again: its time keeps running
+    assert store.position(key) == store.set_position(key, 2)
+    [copy] = store.recent()
+    assert (copy.deck_id, copy.title, copy.slides) == (key, "Attention", 3)
+
+
+@pytest.mark.parametrize("bad", ["", "short", "../../etc/passwd", "a/b/c/d/e/f/g/h", "abc.def.ghi", "x" * 41,
+                                 "ok_but_with space", None, 12345678])
+def test_a_deck_id_from_a_link_never_reaches_another_file(deck_dir, bad):
+    from attnviz.decks import store
+
+    assert not store.valid_id(bad)
+    assert store.load(bad, PAGES) is None and store.position(bad) is None and store.changed(bad) is None
+    with pytest.raises(BadInput, match="not valid"):
+        store.path(bad)
+    with pytest.raises(BadInput):
+        store.save(bad, _deck())
+    assert list(deck_dir.iterdir()) == []
+
+
+def test_the_oldest_working_copies_are_removed_beyond_the_limit(deck_dir, monkeypatch):
+    import os
+
+    from attnviz.decks import store
+
+    monkeypatch.setattr(store, "MAX_COPIES", 3)
+    keys = [f"deck-{i:04d}-copy" for i in range(5)]
+    for n, key in enumerate(keys):
+        store.save(key, _deck())
+        store.set_position(key, 0)
+        os.utime(deck_dir / f"{key}.json", (1_000_000 + n, 1_000_000 + n))  # oldest first
+    store.save(keys[-1], _deck())  # the next write prunes
+    assert sorted(p.name for p in deck_dir.glob("*.json") if not p.name.endswith(".at.json")) == \
+        sorted(f"{k}.json" for k in keys[2:])
+    assert not (deck_dir / f"{keys[0]}.at.json").exists() and (deck_dir / f"{keys[4]}.at.json").exists()

@@ -9,6 +9,7 @@ import re
 import zipfile
 
 import numpy as np
+import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
 import streamlit  # noqa: F401  (registers the 'streamlit' plotly template as the default, as in the app)
@@ -171,3 +172,36 @@ def test_html_export_carries_the_labels_and_the_export_margins(result):
     assert layout["xaxis"]["ticktext"] == list(tokens) and layout["yaxis"]["ticktext"] == list(tokens)
     assert layout["xaxis"]["automargin"] is True and layout["yaxis"]["automargin"] is True
     assert layout["margin"]["l"] >= 0.45 * 12 * max(len(t) for t in tokens)
+
+
+def _plot_top(svg: str) -> float:
+    return float(re.search(r'<g class="overplot"><g class="xy" transform="translate\([-\d.]+,([-\d.]+)\)', svg).group(1))
+
+
+@needs_chromium
+def test_svg_exports_carry_the_figures_title_above_the_plot():
+    from attnviz.metrics.figures import MAX_MATRIX_SIDE, matrix_heatmap
+
+    n = MAX_MATRIX_SIDE + 8  # long: the title gets a second line (blocks averaged, colours clipped)
+    tokens = [f"w{i}" for i in range(n)]
+    fig = matrix_heatmap(np.random.default_rng(1).random((n, n)), tokens, tokens,
+                         title="Rollout through layers 0–5")
+    svg = figure_image(fig, "svg").decode()
+    first = re.match(r"<svg\b[^>]*>(<title>[^<]*</title>)", svg)
+    assert first, "the SVG has no <title> as its first element"
+    assert first.group(1).startswith("<title>Rollout through layers 0–5 · 200 tokens: 2x2 blocks averaged")
+    # the drawn title's last line sits above the plot area
+    g = re.search(r'<g class="g-gtitle">(.*?)</g>', svg).group(1)
+    base = float(re.search(r'\by="([\d.]+)"', g).group(1))
+    size = float(re.search(r"font-size: ([\d.]+)px", g).group(1))
+    lines = g.count('class="line"')
+    assert lines == 2
+    assert base + 1.3 * size * (lines - 1) + 0.3 * size < _plot_top(svg)
+
+    # a figure without a title of its own is named by the title the page gives its download
+    untitled = go.Figure(go.Bar(x=[0, 1], y=[1, 2]))
+    assert "<title>mixing ratios</title>" in figure_image(untitled, "svg", title="mixing ratios").decode()
+    data = figures_zip([("all-heads", untitled), ("rollout", fig)], fmt="svg")
+    z = zipfile.ZipFile(io.BytesIO(data))
+    assert "<title>all-heads</title>" in z.read("all-heads.svg").decode()
+    assert "<title>Rollout through layers 0–5 · " in z.read("rollout.svg").decode()

@@ -128,11 +128,11 @@ def test_model_without_attention_weights_is_a_plain_error():
 
 def test_in_place_capture_equals_eager_exactly(minilm):
     """The BERT capture path writes the weights eager attention computes, bit for bit."""
-    from attnviz import capture
+    from attnviz.models.adapter import can_write_pattern_in_place
 
     text = "Capture must not change a single weight, even for long inputs. " * 20
     r = extract(minilm, text)
-    assert capture.supported(minilm.model)
+    assert can_write_pattern_in_place(minilm)
     assert minilm.model.config._attn_implementation == "eager"  # restored after the forward
     assert not r.attention.flags.owndata  # a view of the array the model wrote into: no stack copy
     inputs = minilm.tokenizer(text, return_tensors="pt")
@@ -146,11 +146,11 @@ def test_in_place_capture_equals_eager_exactly(minilm):
 def test_in_place_capture_equals_eager_for_grouped_query_llama():
     """Llama (causal, 4 query heads sharing 2 key/value heads): the capture path repeats the kv heads
     and applies the causal mask exactly as eager does."""
-    from attnviz import capture
+    from attnviz.models.adapter import can_write_pattern_in_place
     from tests.tiny_models import tiny_loaded
 
     loaded = tiny_loaded("llama")
-    assert capture.supported(loaded.model)
+    assert can_write_pattern_in_place(loaded)
     text = "the capture of a causal model must match eager bit for bit " * 3
     r = extract(loaded, text)
     assert not r.attention.flags.owndata  # written in place

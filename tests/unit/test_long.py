@@ -213,6 +213,22 @@ def test_pooled_tiles_equal_a_straightforward_pooling(which, n, tiles, llama, mi
     assert 0 < g.payload_bytes("max", "png")
 
 
+@pytest.mark.parametrize("layers,heads,group,t", [(6, 12, 1, 64), (30, 9, 3, 16), (2, 4, 2, 8)])
+def test_pooled_grid_draws_square_tiles(layers, heads, group, t):
+    from attnviz.long import figures as lf
+
+    tiles = np.random.default_rng(0).random((layers, heads, t, t)).astype(np.float32)
+    fig = lf.pooled_grid_figure(tiles, tile_edges(t * 5, t), group, "mean")
+    z = np.asarray(fig.data[0].z)
+    rows, cols = z.shape
+    assert fig.layout.yaxis.scaleanchor == "x" and fig.layout.yaxis.scaleratio == 1  # one tile = one square
+    assert fig.layout.xaxis.constrain == "domain" and fig.layout.yaxis.constrain == "domain"
+    # at the page's width the height leaves no blank band: the plot's height is rows tiles of the width's size
+    plot_h = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
+    if lf.GRID_MIN_HEIGHT < fig.layout.height < lf.GRID_MAX_HEIGHT:
+        assert plot_h / rows == pytest.approx(lf.GRID_PLOT_WIDTH / cols, rel=0.02)
+
+
 # ------------------------------------------------------------------ memory
 def test_memory_estimate_counts_the_record_and_is_checked_against_free_memory():
     from attnviz.long.memory import check_long_fits, long_memory_estimate, long_memory_parts, max_long_tokens

@@ -165,3 +165,30 @@ def test_layer_scores_skip_padding_rows_like_head_by_head():
     moved = ms.copy()
     moved[:, 6:] = np.roll(moved[:, 6:], 3, axis=-1)  # change only the padded rows
     np.testing.assert_allclose(reader.layer(moved), together, rtol=1e-6, equal_nan=True)
+
+
+def test_a_causal_model_is_shown_only_the_roles_it_can_have():
+    from attnviz.metrics.roles import applicable_roles
+
+    sink = np.zeros((N, N))
+    sink[:, 0] = 1.0  # every row on the first position: an attention sink
+    s = role_scores(_one(sink), TOKENS, SPECIAL, causal=True)  # [CLS] ... [SEP] around a causal model's input
+    shown, left_out = applicable_roles(s, causal=True)
+    assert shown == ("self", "prev", "broad", "punct", "first")
+    assert set(left_out) == {"cls", "sep", "next"} and "next token" in left_out["next"]
+    only = s.only(shown)
+    assert only.roles == shown and only.scores.shape == (5, 1, 1)
+    for role in shown:
+        np.testing.assert_array_equal(only[role], s[role])
+    # the strongest role of the restricted scores is read in their own order
+    best, _ = strongest_role(only)
+    assert shown[best[0, 0]] == "first"
+
+
+def test_an_encoder_keeps_every_defined_role_and_names_the_undefined_ones():
+    from attnviz.metrics.roles import applicable_roles
+
+    s = role_scores(_one(np.full((4, 4), 0.25)), ("[CLS]", "a", "b", "[SEP]"), np.array([1, 0, 0, 1], bool))
+    shown, left_out = applicable_roles(s, causal=False)
+    assert shown == tuple(r for r in ROLE_KEYS if r != "punct")
+    assert left_out == {"punct": "the inputs hold no punctuation"}

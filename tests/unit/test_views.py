@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from attnviz.errors import BadInput
-from attnviz.heatmap.views import colour_range, select_view
+from attnviz.heatmap.views import block_weights, colour_range, focus_view, select_view
 
 M = np.array([[0.5, 0.2, 0.3],
               [0.1, 0.6, 0.3],
@@ -80,3 +80,58 @@ def test_log_colorscale_follows_log10_of_the_weight():
     np.testing.assert_allclose(positions[1:], [1e-4, 1e-3, 1e-2, 1e-1, 1.0])
     mid = sample_colorscale(get_colorscale("Viridis"), [0.5])[0]
     assert stops[3][1] == mid  # weight 0.01 is half way in log10 between 1e-4 and 1
+
+
+# --- one token across the heads of a layer, and a pair block's numbers ---------------------------------
+
+LAYER = np.stack([M, M[::-1]])  # (head, query, key): two heads, rows of each sum to 1
+
+
+def test_focus_row_with_special_tokens_hidden_is_renormalised_by_hand():
+    v = focus_view(LAYER, 1, SPECIAL, direction="out", hide_special=True, renormalise=True)
+    assert v.positions.tolist() == [1, 2] and v.renormalised
+    # head 0, row 1 = [0.1, 0.6, 0.3] -> [0.6, 0.3] / 0.9; head 1, row 1 = M[1] as well (reversed rows)
+    np.testing.assert_allclose(v.values, [[0.6 / 0.9, 0.3 / 0.9], [0.6 / 0.9, 0.3 / 0.9]], rtol=1e-6)
+
+
+def test_focus_column_with_special_tokens_hidden_divides_each_query_by_its_visible_weight():
+    v = focus_view(LAYER, 2, SPECIAL, direction="in", hide_special=True, renormalise=True)
+    assert v.positions.tolist() == [1, 2]
+    # head 0: query 1 puts 0.3 of its 0.9 on token 2; query 2 puts 0.2 of its 0.6
+    # head 1 (rows reversed: query 1 = [0.1, 0.6, 0.3], query 2 = [0.5, 0.2, 0.3]): 0.3 / 0.9 and 0.3 / 0.5
+    np.testing.assert_allclose(v.values, [[0.3 / 0.9, 0.2 / 0.6], [0.3 / 0.9, 0.3 / 0.5]], rtol=1e-6)
+
+
+def test_focus_with_special_tokens_hidden_agrees_with_the_heatmap_of_each_head():
+    rng = np.random.default_rng(0)
+    a = rng.random((3, 6, 6)).astype(np.float32)
+    a /= a.sum(-1, keepdims=True)
+    special = np.array([True, False, False, False, False, True])
+    for renorm in (True, False):
+        out = focus_view(a, 3, special, direction="out", hide_special=True, renormalise=renorm)
+        col = focus_view(a, 3, special, direction="in", hide_special=True, renormalise=renorm)
+        for h in range(3):
+            view = select_view(a[h], special, hide_special=True, renormalise=renorm)
+            i = view.rows.tolist().index(3)
+            np.testing.assert_allclose(out.values[h], view.values[i], rtol=1e-6)
+            np.testing.assert_allclose(col.values[h], view.values[:, i], rtol=1e-6)
+
+
+def test_focus_without_hiding_is_the_raw_row_and_column():
+    out = focus_view(LAYER, 0, SPECIAL, direction="out")
+    col = focus_view(LAYER, 0, SPECIAL, direction="in")
+    np.testing.assert_array_equal(out.values, LAYER[:, 0, :])
+    np.testing.assert_array_equal(col.values, LAYER[:, :, 0])
+    assert not out.renormalised and out.positions.tolist() == [0, 1, 2]
+
+
+def test_a_hidden_focus_token_is_a_plain_error():
+    with pytest.raises(BadInput, match="special token"):
+        focus_view(LAYER, 0, SPECIAL, hide_special=True)
+
+
+def test_block_weights_are_the_blocks_own_mass_and_maximum():
+    mass, largest = block_weights(M, np.array([0, 1]), np.array([2]))  # A = rows 0-1, B = column 2
+    assert mass == pytest.approx((0.3 + 0.3) / 2) and largest == pytest.approx(0.3)
+    mass, largest = block_weights(M, np.array([2]), np.array([0, 1]))
+    assert mass == pytest.approx(0.8) and largest == pytest.approx(0.4)

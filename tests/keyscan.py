@@ -1,0 +1,310 @@
+"""Which widget and session-state keys each page binds, read from the source: the page's script and every
+function of attnviz/ui it reaches (calls, or hands over as a callback), with the values the page passes in.
+
+A key is what a page hands to Streamlit's shared namespace: a `key=` argument, an index into
+st.session_state, the first argument of its get/setdefault/pop, a name tested with `in st.session_state`,
+a keyword of st.session_state.update, or a key given to share.bind/hold/forget/from_link. Keys built by
+f-strings are evaluated with the arguments the callers give; a part that cannot be known becomes "*"."""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+UI = ROOT / "attnviz" / "ui"
+SHARE_KEY_FUNCTIONS = {"bind", "hold", "forget", "from_link"}  # attnviz.ui.share: every argument names keys
+STATE_METHODS = {"get", "setdefault", "pop", "__getitem__", "__contains__", "__delitem__"}
+UNKNOWN = "*"
+
+
+@dataclass
+class Module:
+    name: str  # attnviz.ui.x, or the page's file stem
+    tree: ast.Module
+    functions: dict[str, ast.FunctionDef] = field(default_factory=dict)
+    constants: dict[str, ast.expr] = field(default_factory=dict)  # module-level NAME = expression
+    aliases: dict[str, str] = field(default_factory=dict)  # local name -> "attnviz.ui.x" or "attnviz.ui.x:f"
+
+    @classmethod
+    def parse(cls, name: str, path: Path) -> "Module":
+        m = cls(name, ast.parse(path.read_text(encoding="utf-8")))
+        for node in ast.walk(m.tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                m._import(node)
+        for node in m.tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                m.functions[node.name] = node
+            elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                m.constants[node.targets[0].id] = node.value
+            elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple) \
+                    and isinstance(node.value, ast.Tuple) and len(node.targets[0].elts) == len(node.value.elts):
+                for target, value in zip(node.targets[0].elts, node.value.elts):  # A, B = "a", "b"
+                    if isinstance(target, ast.Name):
+                        m.constants[target.id] = value
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+                m.constants[node.target.id] = node.value
+        return m
+
+    def _import(self, node) -> None:
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.startswith("attnviz.ui.") and a.asname:
+                    self.aliases[a.asname] = a.name
+            return
+        mod = node.module or ""
+        if node.level:  # relative import inside attnviz/ui
+            mod = "attnviz.ui" + (f".{mod}" if mod else "")
+        for a in node.names:
+            local = a.asname or a.name
+            if mod == "attnviz.ui":
+                self.aliases[local] = f"attnviz.ui.{a.name}"
+            elif mod.startswith("attnviz.ui."):
+                self.aliases[local] = f"{mod}:{a.name}"
+
+
+class Scanner:
+    """Keys reached from one script; `keys` maps each key to the places that bind it."""
+
+    def __init__(self, modules: dict[str, Module]):
+        self.modules = modules
+        self.keys: dict[str, set[str]] = {}
+        self._done: set = set()
+
+    # ------------------------------------------------------------------ values
+    def value(self, node, env: dict, mod: Module, depth: int = 0) -> set[str] | None:
+        """The strings an expression can be (None: not a string the scan can follow)."""
+        if depth > 8 or node is None:
+            return None
+        if isinstance(node, ast.Constant):
+            return {node.value} if isinstance(node.value, str) else None
+        if isinstance(node, ast.Name):
+            if node.id in env:
+                return env[node.id]
+            if node.id in mod.constants:
+                return self.value(mod.constants[node.id], {}, mod, depth + 1)
+            return None
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            target = mod.aliases.get(node.value.id)
+            if target and ":" not in target and target in self.modules:
+                other = self.modules[target]
+                if node.attr in other.constants:
+                    return self.value(other.constants[node.attr], {}, other, depth + 1)
+            return None
+        if isinstance(node, ast.JoinedStr):
+            out = {""}
+            for part in node.values:
+                if isinstance(part, ast.Constant):
+                    vals = {str(part.value)}
+                else:
+                    vals = self.value(part.value, env, mod, depth + 1) or {UNKNOWN}
+                out = {a + b for a in out for b in vals}
+            return out
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            left, right = self.value(node.left, env, mod, depth + 1), self.value(node.right, env, mod, depth + 1)
+            if left is not None or right is not None:
+                return {a + b for a in (left or {UNKNOWN}) for b in (right or {UNKNOWN})}
+            return None
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            out = set()
+            for elt in node.elts:
+                out |= self.value(elt, env, mod, depth + 1) or set()
+            return out or None
+        if isinstance(node, ast.IfExp):
+            a, b = self.value(node.body, env, mod, depth + 1), self.value(node.orelse, env, mod, depth + 1)
+            return (a or set()) | (b or set()) or None
+        return None
+
+    def _dict_keys(self, node, env, mod) -> set[str]:
+        if isinstance(node, ast.Name) and node.id not in env and node.id in mod.constants:
+            node = mod.constants[node.id]
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            target = mod.aliases.get(node.value.id)
+            if target in self.modules and node.attr in self.modules[target].constants:
+                return self._dict_keys(self.modules[target].constants[node.attr], {}, self.modules[target])
+        if isinstance(node, ast.Dict):
+            out = set()
+            for k in node.keys:
+                if k is None:  # {**other}
+                    continue
+                out |= self.value(k, env, mod) or set()
+            return out
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):  # {...} | {...}
+            return self._dict_keys(node.left, env, mod) | self._dict_keys(node.right, env, mod)
+        return self.value(node, env, mod) or set()
+
+    # ------------------------------------------------------------------ keys
+    def _add(self, values, where: str) -> None:
+        for v in values or ():
+            if v and v != UNKNOWN:
+                self.keys.setdefault(v, set()).add(where)
+
+    @staticmethod
+    def _state_names(func_body) -> set[str]:
+        """Local names bound to st.session_state (`s = st.session_state`)."""
+        names = set()
+        for node in ast.walk(func_body):
+            if isinstance(node, ast.Assign) and _is_state(node.value, set()):
+                names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+        return names
+
+    def _resolve(self, func, mod: Module):
+        """(Module, FunctionDef) of a called or referenced attnviz.ui function or a function of `mod`."""
+        if isinstance(func, ast.Name):
+            if func.id in mod.functions:
+                return mod, mod.functions[func.id]
+            target = mod.aliases.get(func.id, "")
+            if ":" in target:
+                name, fn = target.split(":")
+                other = self.modules.get(name)
+                if other and fn in other.functions:
+                    return other, other.functions[fn]
+        elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            target = mod.aliases.get(func.value.id, "")
+            other = self.modules.get(target)
+            if other and func.attr in other.functions:
+                return other, other.functions[func.attr]
+        return None
+
+    def scan_script(self, mod: Module) -> None:
+        self._scan_body(mod.tree, {}, mod, f"{mod.name}")
+        for fn in mod.functions.values():  # functions of the page's own script (callbacks)
+            self._scan_function(mod, fn, {})
+
+    def _scan_function(self, mod: Module, fn, env: dict) -> None:
+        sig = (mod.name, fn.name, fn.lineno, tuple(sorted((k, tuple(sorted(v))) for k, v in env.items())))
+        if sig in self._done:
+            return
+        self._done.add(sig)
+        self._scan_body(fn, env, mod, f"{mod.name}.{fn.name}")
+
+    def _bind_args(self, fn, call: ast.Call, env: dict, mod: Module) -> dict:
+        args = fn.args
+        params = [a.arg for a in args.posonlyargs + args.args]
+        out = {}
+        for name, node in zip(params, call.args):
+            v = self.value(node, env, mod)
+            if v is not None:
+                out[name] = v
+        for kw in call.keywords:
+            if kw.arg:
+                v = self.value(kw.value, env, mod)
+                if v is not None:
+                    out[kw.arg] = v
+        defaults = args.defaults
+        for name, node in zip(params[len(params) - len(defaults):], defaults):
+            if name not in out:
+                v = self.value(node, {}, mod)
+                if v is not None:
+                    out[name] = v
+        for a, node in zip(args.kwonlyargs, args.kw_defaults):
+            if a.arg not in out and node is not None:
+                v = self.value(node, {}, mod)
+                if v is not None:
+                    out[a.arg] = v
+        return out
+
+    def _scan_body(self, body, env: dict, mod: Module, where: str) -> None:
+        env = dict(env)
+        state = self._state_names(body)
+        nodes = list(_walk_own(body))
+        # loop variables over known strings: `for key in (lk, hk)`, `for i, key in enumerate((lk, hk))`
+        for node in nodes:
+            if isinstance(node, (ast.For, ast.comprehension)):
+                target, it = node.target, node.iter
+                if isinstance(it, ast.Call) and getattr(it.func, "id", "") in ("enumerate", "zip", "sorted", "list") \
+                        and it.args:
+                    it = it.args[0] if getattr(it.func, "id", "") != "enumerate" else it.args[0]
+                    if isinstance(target, ast.Tuple) and getattr(node.iter.func, "id", "") == "enumerate":
+                        target = target.elts[-1]
+                    elif isinstance(target, ast.Tuple):
+                        target = target.elts[0]
+                if isinstance(target, ast.Name):
+                    v = self.value(it, env, mod)
+                    if v is not None:
+                        env[target.id] = env.get(target.id, set()) | v
+            elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+                t = node.targets[0]
+                if isinstance(t, ast.Name):
+                    v = self.value(node.value, env, mod)
+                    if v is not None:
+                        env[t.id] = env.get(t.id, set()) | v
+                elif isinstance(t, ast.Tuple) and isinstance(node.value, ast.Tuple) and len(t.elts) == len(node.value.elts):
+                    for a, b in zip(t.elts, node.value.elts):
+                        v = self.value(b, env, mod) if isinstance(a, ast.Name) else None
+                        if v is not None:
+                            env[a.id] = env.get(a.id, set()) | v
+        called = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
+        for node in nodes:
+            if isinstance(node, ast.Subscript) and _is_state(node.value, state):
+                self._add(self.value(node.slice, env, mod), where)
+            elif isinstance(node, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops) \
+                    and any(_is_state(c, state) for c in node.comparators):
+                self._add(self.value(node.left, env, mod), where)
+            elif isinstance(node, ast.Call):
+                self._call(node, env, mod, where, state)
+            elif isinstance(node, (ast.Name, ast.Attribute)) and isinstance(getattr(node, "ctx", None), ast.Load) \
+                    and id(node) not in called:
+                hit = self._resolve(node, mod)  # a function handed over (a callback): scanned as it may run
+                if hit and hit[1] is not body:
+                    self._scan_function(hit[0], hit[1], {})
+
+    def _call(self, node: ast.Call, env, mod, where, state) -> None:
+        for kw in node.keywords:
+            if kw.arg == "key":
+                self._add(self.value(kw.value, env, mod), where)
+        f = node.func
+        if isinstance(f, ast.Attribute) and _is_state(f.value, state):
+            if f.attr in STATE_METHODS and node.args:
+                self._add(self.value(node.args[0], env, mod), where)
+            elif f.attr == "update":
+                self._add({kw.arg for kw in node.keywords if kw.arg}, where)
+                for a in node.args:
+                    self._add(self._dict_keys(a, env, mod), where)
+            return
+        name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+        hit = self._resolve(f, mod)
+        if name in SHARE_KEY_FUNCTIONS and (hit is None or hit[0].name == "attnviz.ui.share"):
+            for a in node.args:
+                self._add(self._dict_keys(a, env, mod), where)
+        if hit is not None:
+            other, fn = hit
+            self._scan_function(other, fn, self._bind_args(fn, node, env, mod))
+
+
+def _is_state(node, names: set[str]) -> bool:
+    if isinstance(node, ast.Attribute) and node.attr == "session_state":
+        return True
+    return isinstance(node, ast.Name) and node.id in names
+
+
+def _walk_own(root):
+    """The nodes of a function or module body, nested function bodies left out (they are scanned apart)."""
+    stack = list(ast.iter_child_nodes(root))
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            stack.extend(ast.iter_child_nodes(node))
+        elif isinstance(node, ast.Lambda):
+            stack.extend(ast.iter_child_nodes(node.body) if not isinstance(node.body, ast.expr) else [node.body])
+
+
+def ui_modules() -> dict[str, Module]:
+    mods = {}
+    for path in sorted(UI.rglob("*.py")):
+        rel = path.relative_to(ROOT).with_suffix("")
+        name = ".".join(rel.parts)
+        if name.endswith(".__init__"):
+            name = name[: -len(".__init__")]
+        mods[name] = Module.parse(name, path)
+    return mods
+
+
+def script_keys(path: Path, modules: dict[str, Module] | None = None) -> dict[str, set[str]]:
+    """{key: places binding it} for the script at `path` (a page file, or app.py)."""
+    modules = modules if modules is not None else ui_modules()
+    scanner = Scanner(modules)
+    page = Module.parse(path.stem, path)
+    scanner.scan_script(page)
+    return scanner.keys
