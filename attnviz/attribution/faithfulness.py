@@ -30,6 +30,7 @@ from attnviz.errors import BadInput
 AOPC_BINS = (0.01, 0.05, 0.10, 0.20, 0.50)
 CURVE_FRACTIONS = (0.0,) + AOPC_BINS + (1.0,)
 RANDOM_SEED = 0
+RANDOM_ORDERS = 16  # random token orders whose comprehensiveness is the verdict's yardstick for noise
 
 
 def k_tokens(fraction: float, m: int) -> int:
@@ -148,14 +149,53 @@ def corr_text(value: float) -> str:
     return "undefined" if value is None or not np.isfinite(value) else f"{value:.2f}"
 
 
-def verdict(curves_by_method: dict[str, Curves]) -> str:
-    """One line: which method tracks the output best and worst on this input, by comprehensiveness."""
+def random_comprehensiveness(evaluator: Evaluator, orders: int = RANDOM_ORDERS, seed: int = RANDOM_SEED) -> np.ndarray:
+    """float64 (orders,): the comprehensiveness of `orders` random rankings of the removable tokens (seeded).
+    Their spread is how much comprehensiveness moves with WHICH tokens are removed, on this input: the
+    noise against which the methods' differences are read (verdict)."""
+    cand = evaluator.scorer.candidates
+    m = check_removable(cand)
+    pos = np.flatnonzero(cand)
+    ks = [k_tokens(b, m) for b in AOPC_BINS]
+    rng = np.random.default_rng(seed)
+    n = len(cand)
+    keeps = []
+    for _ in range(orders):
+        order = rng.permutation(pos)
+        for k in ks:
+            keep = np.ones(n, dtype=bool)
+            keep[order[:k]] = False
+            keeps.append(keep)
+    vals = evaluator.values(keeps + [np.ones(n, dtype=bool)])
+    return (vals[-1] - vals[:-1].reshape(orders, len(ks))).mean(axis=1)
+
+
+def verdict(curves_by_method: dict[str, Curves], noise: np.ndarray | None = None) -> str:
+    """One line: which method tracks the output best and worst on this input, by comprehensiveness, and
+    (given the comprehensiveness of random token orders, `noise`) whether the lead is beyond noise: methods
+    within one standard deviation of the random orders of the best are named as indistinguishable from it."""
     good = {k: c for k, c in curves_by_method.items() if np.isfinite(c.comprehensiveness)}
     if not good:
         return "No method could be tested on this input."
     order = sorted(good, key=lambda k: -good[k].comprehensiveness)
     best, worst = order[0], order[-1]
-    line = f"For this input, {best} tracks the output best (comprehensiveness {good[best].comprehensiveness:.3g})"
+    top = good[best].comprehensiveness
+    line = f"For this input, {best} tracks the output best (comprehensiveness {top:.3g})"
+    if noise is not None and len(noise) > 1:
+        sd, mean = float(np.std(noise, ddof=1)), float(np.mean(noise))
+        spread = f"the spread of random token orders (standard deviation {sd:.2g} over {len(noise)} orders)"
+        tied = [k for k in order[1:] if top - good[k].comprehensiveness <= sd]
+        if tied:
+            names = ", ".join(tied[:-1]) + (" and " if len(tied) > 1 else "") + tied[-1]
+            line += (f", but {names} {'is' if len(tied) == 1 else 'are'} within {spread} of it: "
+                     f"on this input {'it' if len(tied) == 1 else 'they'} cannot be told apart from {best}")
+        elif len(order) > 1:
+            second = order[1]
+            margin = top - good[second].comprehensiveness
+            line += f", {margin:.2g} ahead of {second}: {margin / sd:.1f} times {spread}" if sd > 0 else \
+                f", {margin:.2g} ahead of {second}"
+        if top - mean <= sd:
+            line += f"; no method beats random token orders ({mean:.3g} on average) by more than their spread"
     if worst != best:
         line += f"; {worst} worst ({good[worst].comprehensiveness:.3g})"
     return line + "."
@@ -212,9 +252,10 @@ class TrustReport:
     random_scores: dict | None  # method -> (n,) scores on the randomised model
     verdict: str
     seconds: float
+    noise: np.ndarray | None = None  # float64 (RANDOM_ORDERS,): comprehensiveness of random token orders
 
     def __post_init__(self):
-        for arrays in (self.scores, self.random_scores or {}):
+        for arrays in (self.scores, self.random_scores or {}, {"noise": self.noise} if self.noise is not None else {}):
             for v in arrays.values():
                 v.flags.writeable = False
         self.candidates.flags.writeable = False
@@ -258,6 +299,7 @@ def evaluate(loaded, encoded, target: Target, *, steps: int = DEFAULT_STEPS, met
     weights = {f"m:{k}": (ig_weight if k == "integrated gradients" else 3.0 if k in GRADIENT_METHODS else 1.0)
                for k in names}
     weights.update({f"f:{k}": 4.0 for k in names})
+    weights["noise"] = 4.0 * RANDOM_ORDERS * len(AOPC_BINS) / (2 * len(CURVE_FRACTIONS))  # perturbations, as curves
     if randomise:
         weights.update({"copy": 2.0, **{f"r:{k}": weights[f"m:{k}"] for k in names}})
     prog = _Progress(report, weights)
@@ -281,6 +323,8 @@ def evaluate(loaded, encoded, target: Target, *, steps: int = DEFAULT_STEPS, met
     for k in scores:
         curves_by[k] = curves(evaluator, k, scores[k])
         prog.finish(f"f:{k}", f"deletion and insertion curves of {k}")
+    noise = random_comprehensiveness(evaluator, seed=seed)
+    prog.finish("noise", f"{RANDOM_ORDERS} random token orders (the yardstick for noise)")
     spear = spearman_matrix(scores, scorer.candidates)
     ig = ctx._cache.get("integrated gradients")
 
@@ -298,4 +342,4 @@ def evaluate(loaded, encoded, target: Target, *, steps: int = DEFAULT_STEPS, met
     return TrustReport(target=target, tokens=tuple(encoded.tokens), candidates=scorer.candidates.copy(),
                        f_input=scorer.value(), scores=scores, skipped=skipped, curves=curves_by, spearman=spear,
                        ig=ig, ig_steps=steps, randomised=randomised, random_scores=random_scores,
-                       verdict=verdict(curves_by), seconds=time.perf_counter() - t0)
+                       verdict=verdict(curves_by, noise), seconds=time.perf_counter() - t0, noise=noise)

@@ -19,7 +19,8 @@ Hook points (TransformerLens's names and layout). Block i of the encoder, or of 
                                                                      (pre-norm), LN(x + attn_out) (post-norm)
   blocks.{i}.hook_mlp_out         [batch, pos, d_model]              what the MLP adds
   blocks.{i}.hook_resid_post      [batch, pos, d_model]              the residual stream leaving block i
-  ln_final.hook_normalized        [batch, pos, d_model]              after the final norm (pre-norm stacks)
+  ln_final.hook_normalized        [batch, pos, d_model]              after the final norm (pre-norm models; of the decoder
+                                                                     in encoder-decoders)
   decoder.blocks.{i}.cross_attn.hook_{q,k,v,pattern,z}, decoder.blocks.{i}.hook_cross_out: cross-attention
 
     out, rec = run(loaded, encoded.inputs, hooks=["blocks.*.attn.hook_pattern"])      # one forward pass
@@ -240,11 +241,11 @@ class Recording:
         point = HookPoint(name, layer, stack, call)
         # transformers' layout (batch, head, pos, d) <-> the hook points' (batch, pos, head, d): views, no copies
         if "q" in points:
-            query = self._visit(f"{name}.hook_q", query.transpose(1, 2), replace_name(point, "q")).transpose(1, 2)
+            query = self._visit(f"{name}.hook_q", query.transpose(1, 2), _named(point, "q")).transpose(1, 2)
         if "k" in points:
-            key = self._visit(f"{name}.hook_k", key.transpose(1, 2), replace_name(point, "k")).transpose(1, 2)
+            key = self._visit(f"{name}.hook_k", key.transpose(1, 2), _named(point, "k")).transpose(1, 2)
         if "v" in points:
-            value = self._visit(f"{name}.hook_v", value.transpose(1, 2), replace_name(point, "v")).transpose(1, 2)
+            value = self._visit(f"{name}.hook_v", value.transpose(1, 2), _named(point, "v")).transpose(1, 2)
         result = None
         if callable(self.kernel):
             result = self.kernel(call, query, key, value)
@@ -260,7 +261,7 @@ class Recording:
         if "pattern" in points:
             if weights is None:
                 raise BadInput(f"{name} computed no attention weights, so its pattern cannot be read.")
-            new = self._visit(f"{name}.hook_pattern", weights, replace_name(point, "pattern"))
+            new = self._visit(f"{name}.hook_pattern", weights, _named(point, "pattern"))
             if new is not weights:  # the replaced pattern weighs the values
                 out = torch.matmul(new, repeat_kv(value, new.shape[1])).transpose(1, 2).contiguous()
                 weights = new
@@ -281,7 +282,8 @@ class Recording:
         return torch.matmul(into, value).transpose(1, 2).contiguous(), into  # (B, T_q, H, d)
 
 
-def replace_name(point: HookPoint, what: str) -> HookPoint:
+def _named(point: HookPoint, what: str) -> HookPoint:
+    """The point of the attention call `point` for one of q, k, v, pattern."""
     return HookPoint(f"{point.name}.hook_{what}", point.layer, point.stack, point.call)
 
 

