@@ -48,8 +48,12 @@ with figure_beside(ua.scores_figure(report), "trust_scores"):
         "- **Gradient × input**: the gradient of the output with respect to each word embedding, times the "
         "embedding, summed over its dimensions (signed). The whole model, but only locally.\n"
         "- **Integrated gradients** (Sundararajan et al. 2017): the gradient averaged along the straight path "
-        "from an all-zero embedding (the baseline) to the input, times the input. The whole model; the scores "
-        "add up to f(input) − f(baseline).\n\n"
+        "from a baseline to the input, times (input − baseline). The whole model; the scores add up to "
+        "f(input) − f(baseline) up to the error shown on its row. The baseline is all-zero word embeddings for an "
+        "encoder. For a causal model it is a neutral token's embedding (the padding token, else end-of-text) at "
+        "every position except the first, which keeps its own token: such a model parks attention on its first "
+        "token, and from zero embeddings or with that token replaced the output jumps along the path (SmolLM2's "
+        "logit by up to 23), so the scores could not add up. The first token therefore gets no score.\n\n"
         "For the similarity outputs the sentence embedding is the mean over every position, so the attention "
         "methods use the **mean of all rows** instead of one row.")
 
@@ -57,13 +61,15 @@ st.subheader("Do the methods agree?")
 with figure_beside(ua.spearman_figure(report), "trust_spearman"):
     st.markdown(
         "Spearman rank correlation between every pair of methods, over the tokens that can be removed "
-        "(special tokens and, for a next-token output, later positions are left out). 1 = the same order, "
+        "(special tokens and, for a next-token output, the first token and later positions are left out). "
+        "1 = the same order, "
         "0 = unrelated, −1 = reversed. **undefined** means a method gave every token the same score, so it "
         "ranks nothing. Jain & Wallace's observation is that attention and gradients often land near 0 here.")
 
 st.subheader("Which method tracks the output? Remove what it ranks highest")
 st.markdown(
-    "A token counts as removed when its word embedding is replaced by the zero baseline (its position stays). "
+    "A token counts as removed when its word embedding is replaced by the baseline's (named above; its "
+    "position stays). "
     "If a method ranks well, removing its top tokens should change the output most (**deletion** falls "
     "fast, high **comprehensiveness**), and keeping only them should nearly restore it (**insertion** rises "
     "fast, low **sufficiency**).")

@@ -22,7 +22,7 @@ import numpy as np
 
 from attnviz.attribution.gradients import DEFAULT_STEPS, Attribution, Cancelled, batch_size, check_steps
 from attnviz.attribution.importance import GRADIENT_METHODS, METHODS, Context, compute
-from attnviz.attribution.targets import Target, make_scorer
+from attnviz.attribution.targets import ZERO_BASELINE, Target, make_scorer
 from attnviz.errors import BadInput
 
 # DeYoung et al.'s bins: the top 1, 5, 10, 20 and 50% of the removable tokens (at least one token each).
@@ -253,6 +253,7 @@ class TrustReport:
     verdict: str
     seconds: float
     noise: np.ndarray | None = None  # float64 (RANDOM_ORDERS,): comprehensiveness of random token orders
+    baseline: str = ZERO_BASELINE  # where integrated gradients start and what a removed token becomes, in words
 
     def __post_init__(self):
         for arrays in (self.scores, self.random_scores or {}, {"noise": self.noise} if self.noise is not None else {}):
@@ -342,4 +343,5 @@ def evaluate(loaded, encoded, target: Target, *, steps: int = DEFAULT_STEPS, met
     return TrustReport(target=target, tokens=tuple(encoded.tokens), candidates=scorer.candidates.copy(),
                        f_input=scorer.value(), scores=scores, skipped=skipped, curves=curves_by, spearman=spear,
                        ig=ig, ig_steps=steps, randomised=randomised, random_scores=random_scores,
-                       verdict=verdict(curves_by, noise), seconds=time.perf_counter() - t0, noise=noise)
+                       verdict=verdict(curves_by, noise), seconds=time.perf_counter() - t0, noise=noise,
+                       baseline=scorer.baseline_label)

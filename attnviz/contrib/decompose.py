@@ -150,9 +150,7 @@ def layer(parts) -> dict:
     # ||u_ij|| from the Gram matrix of each key's head vectors: (key, head, head)
     gram = torch.bmm(F.permute(1, 0, 2), F.permute(1, 2, 0))
     vw_layer = torch.zeros((n, n), dtype=torch.float32)
-    # ALTI's c_ij = ||y_i||_1 - ||y_i - T_i(x_j)||_1 is a small difference of two large sums: both sums,
-    # the differences and the row shares are float64 (float32 sums put 1e-4 errors on the shares)
-    alti = torch.zeros((n, n), dtype=torch.float64)
+    alti = torch.zeros((n, n), dtype=torch.float32)
     # ALTI works on the vectors themselves: centre and scale them once, so that a block of u_ij
     # built from them is already g_i(u_ij) * s_i (post-norm), then compare with s_i * y_i
     if post:
@@ -162,7 +160,7 @@ def layer(parts) -> dict:
         target = y * s[:, None]
     else:
         Fn, xn, target = F, x, y
-    y_l1 = target.abs().sum(-1, dtype=torch.float64)  # (q,)
+    y_abs = target.abs()  # (q, d)
     Fk = Fn.permute(1, 0, 2).contiguous()  # (key, head, d)
     Ak = A.permute(2, 1, 0).contiguous()  # (key, query, head): batched over keys, one GEMM per key
     rows = _rows_per_chunk(n, d)
@@ -180,13 +178,16 @@ def layer(parts) -> dict:
         u = torch.baddbmm(-target[start:stop][None], a, Fk[:k], out=buffer[:k, :stop - start])
         idx = torch.arange(start, stop)
         u[idx, idx - start] += xn[start:stop]  # the residual x_i joins u_ii
-        dist = u.abs_().sum(-1, dtype=torch.float64).T  # (r, key): L1 distances
-        c = (y_l1[start:stop, None] - dist).clamp_min(0)
+        # ||y_i||_1 - ||y_i - T_i(x_j)||_1 is a small difference of two large sums: subtracted component by
+        # component (|y_ik - T_ik| - |y_ik|, exact in float32 when T is small) before summing, so the rounding is
+        # relative to the contribution, not to ||y_i||_1 (two float32 sums put errors of 1e-4 on the shares)
+        gain = u.abs_().sub_(y_abs[start:stop][None]).sum(-1).T.neg_()  # (r, key)
+        c = gain.clamp_min(0)
         # a key no head attends to gives nothing (exactly: float rounding would leave ~1e-7 on masked keys)
         c *= seen[:k].T
-        c[idx - start, idx] = (y_l1[start:stop] - dist[idx - start, idx]).clamp_min(0)
+        c[idx - start, idx] = gain[idx - start, idx].clamp_min(0)
         alti[start:stop, :k] = c
-    alti = (alti / alti.sum(dim=-1, keepdim=True).clamp_min(1e-300)).float()
+    alti = (alti / alti.sum(dim=-1, keepdim=True, dtype=torch.float64).clamp_min(1e-300)).float()  # row shares
     with_res = vw_layer.clone()
     with_res[torch.arange(n), torch.arange(n)] = torch.linalg.vector_norm(kept, dim=-1)
     return dict(value_weighted=vw_head.numpy(), value_norms=fnorm.numpy(), value_layer=vw_layer.numpy(), with_residual=with_res.numpy(),

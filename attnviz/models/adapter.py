@@ -19,8 +19,8 @@ Hook points (TransformerLens's names and layout). Block i of the encoder, or of 
                                                                      (pre-norm), LN(x + attn_out) (post-norm)
   blocks.{i}.hook_mlp_out         [batch, pos, d_model]              what the MLP adds
   blocks.{i}.hook_resid_post      [batch, pos, d_model]              the residual stream leaving block i
-  ln_final.hook_normalized        [batch, pos, d_model]              after the final norm (pre-norm models; of the decoder
-                                                                     in encoder-decoders)
+  ln_final.hook_normalized        [batch, pos, d_model]              after the final norm (pre-norm models; the
+                                                                     decoder's in encoder-decoders)
   decoder.blocks.{i}.cross_attn.hook_{q,k,v,pattern,z}, decoder.blocks.{i}.hook_cross_out: cross-attention
 
     out, rec = run(loaded, encoded.inputs, hooks=["blocks.*.attn.hook_pattern"])      # one forward pass

@@ -133,9 +133,10 @@ def controls(model_key: str, text: str, pair: str | None) -> Settings | None:
     c4, c5 = st.columns([3, 5])
     steps = c4.number_input("Integrated-gradients steps", min_value=MIN_STEPS, max_value=MAX_STEPS, step=8,
                             key="trust_steps", disabled=busy,
-                            help=f"Points on the path from the zero baseline to the input ({MIN_STEPS}-{MAX_STEPS}). "
-                                 "Each is one forward and one backward pass: the cost grows linearly with the steps. "
-                                 f"{DEFAULT_STEPS} usually adds up within 1%.")
+                            help=f"Points on the path from the baseline to the input ({MIN_STEPS}-{MAX_STEPS}): "
+                                 "all-zero word embeddings for an encoder, a neutral token's embedding for a causal "
+                                 "model. Each is one forward and one backward pass: the cost grows linearly with the "
+                                 "steps. The result says how far the scores are from adding up; more steps reduce it.")
     randomise = c5.toggle("Model-randomisation check (about doubles the time)", key="trust_random", disabled=busy,
                           help="Recompute every method on a copy of the model whose transformer blocks are "
                                "re-initialised at random (Adebayo et al. 2018).")
@@ -196,27 +197,40 @@ def headline(report) -> None:
     m = st.columns(4)
     m[0].metric("Output f(x)", f"{report.f_input:.4g}", help=report.target.label)
     if report.ig is not None:
-        err = report.ig.completeness_error
-        m[1].metric("IG adds up to f(x) − f(0) within", (f"{100 * err:.2g}%" if err < 0.1 else f"{100 * err:,.0f}%") if err is not None else "—",
+        m[1].metric("IG adds up to f(x) − f(baseline) within", completeness_text(report.ig),
                     help=f"Sum of the integrated-gradients scores minus (f(x) − f(baseline)) = {report.ig.delta:.3g} "
-                         f"with {report.ig_steps} steps; f(baseline) = {report.ig.f_baseline:.4g}.")
+                         f"with {report.ig_steps} steps; f(baseline) = {report.ig.f_baseline:.4g}. "
+                         f"Baseline: {report.ig.baseline}.")
     m[2].metric("Removable tokens", f"{int(report.candidates.sum())} of {len(report.tokens)}")
     m[3].metric("Time", f"{report.seconds:.1f} s")
-    st.caption(f"Explained: **{report.target.label}**.")
+    st.caption(f"Explained: **{report.target.label}**. Baseline (where integrated gradients start, and what a "
+               f"removed token becomes): {report.baseline}.")
     err = report.ig.completeness_error if report.ig is not None else None
     if err is not None and err > 0.05:
-        st.warning(f"Integrated gradients do not add up here: their sum is off from f(x) − f(0) by {100 * err:,.0f}% "
-                   f"at {report.ig_steps} steps. The output changes erratically along the straight path from the "
-                   "all-zero embeddings (SmolLM2, for one, builds huge activations in its first layers from any "
-                   "non-zero input, however small), so more steps may not help: read its scores with caution; the "
-                   "deletion and insertion tests below still say how well its ranking tracks the output.")
+        st.warning(f"Integrated gradients do not add up here: their sum misses f(x) − f(baseline) by "
+                   f"{completeness_text(report.ig)} at {report.ig_steps} steps. The output changes abruptly somewhere "
+                   "on the straight path from the baseline, between the points the steps look at. More steps usually "
+                   "help (each costs one forward and one backward pass); until then read its scores with caution. "
+                   "The deletion and insertion tests below still say how well its ranking tracks the output.")
     for name, why in report.skipped.items():
         st.info(f"**{name}** skipped: {why}.")
 
 
+def completeness_text(ig) -> str:
+    """How far integrated gradients miss f(x) - f(baseline), as a percentage of it."""
+    err = ig.completeness_error
+    if err is None:
+        return "—"
+    return f"{100 * err:.2g}%" if err < 0.1 else f"{100 * err:,.0f}%"
+
+
 def scores_figure(report):
-    return af.methods_heatmap(report.scores, report.tokens, title="Each method's token scores (row scaled to its max)",
-                              candidates=report.candidates)
+    """Every method's scores; integrated gradients' row says how far they are from adding up."""
+    def name(k):
+        return f"{k} (adds up within {completeness_text(report.ig)})" if k == "integrated gradients" and report.ig else k
+
+    return af.methods_heatmap({name(k): v for k, v in report.scores.items()}, report.tokens,
+                              title="Each method's token scores (row scaled to its max)", candidates=report.candidates)
 
 
 def spearman_figure(report):
@@ -239,6 +253,10 @@ def curves(report, ytitle: str) -> None:
     st.caption("Means over DeYoung et al.'s bins: the top " + ", ".join(f"{100 * b:g}" for b in AOPC_BINS)
                + "% of the removable tokens (at least one token each). Comprehensiveness = f(x) − f(x without them): "
                  "higher is better. Sufficiency = f(x) − f(only them): lower is better.")
+    if report.noise is not None and len(report.noise) > 1:
+        st.caption(f"**Noise:** {len(report.noise)} random orders of the same removable tokens reach a comprehensiveness "
+                   f"of {np.mean(report.noise):.3g} ± {np.std(report.noise, ddof=1):.2g} (mean ± standard deviation). "
+                   "The verdict above counts one method as ahead of another only by more than that spread.")
 
 
 def randomisation(report):

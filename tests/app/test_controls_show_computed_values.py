@@ -90,3 +90,16 @@ def test_compare_head_is_shown_after_an_empty_text():
     assert (layer.value, head.value) == (2, 9)
     assert (shown(layer), shown(head)) == ("2", "9")
     assert any("L2 H9" in t for t in titles(at))
+
+
+def test_rollout_discard_out_of_range_says_so_and_leaves_no_stale_figure():
+    at = open_page("app_pages/rollout.py")
+    at.number_input(key="ro_discard").set_value(1.5).run()
+    assert not at.exception, at.exception
+    assert [w.value for w in at.warning] == ["The discard ratio must be at least 0 and below 1 (it was 1.5): it is the "
+                                             "fraction of the weakest attention weights dropped in each layer."]
+    assert not at.get("plotly_chart")  # no figure of the previous ratio is left on the page
+    at.number_input(key="ro_discard").set_value(0.2).run()
+    assert not at.warning and at.get("plotly_chart")
+    assert shown(at.slider(key="ro_layer")) == [5]  # the slider the error path did not draw shows its value again
+    assert at.query_params["ro_discard"] == "0.2"

@@ -63,6 +63,56 @@ def test_curves_and_aopc_on_a_linear_model_with_a_known_answer():
                     f"{oracle.comprehensiveness:.3g}); reversed worst ({others['reversed'].comprehensiveness:.3g}).")
 
 
+def _curve(name, comprehensiveness):
+    return F.Curves(name, F.CURVE_FRACTIONS, (), np.zeros(0), np.zeros(0), 1.0, comprehensiveness, 0.0)
+
+
+def test_the_verdict_says_when_the_lead_is_within_noise():
+    by = {"ALTI": _curve("ALTI", 0.50), "rollout": _curve("rollout", 0.47), "flow": _curve("flow", 0.30)}
+    noise = np.array([0.10, 0.14, 0.12, 0.16, 0.08])  # mean 0.12, standard deviation 0.0316
+    assert F.verdict(by, noise) == (
+        "For this input, ALTI tracks the output best (comprehensiveness 0.5), but rollout is within the spread of "
+        "random token orders (standard deviation 0.032 over 5 orders) of it: on this input it cannot be told apart "
+        "from ALTI; flow worst (0.3).")
+    by["rollout"] = _curve("rollout", 0.40)
+    assert F.verdict(by, noise) == (
+        "For this input, ALTI tracks the output best (comprehensiveness 0.5), 0.1 ahead of rollout: 3.2 times the "
+        "spread of random token orders (standard deviation 0.032 over 5 orders); flow worst (0.3).")
+    low = {"a": _curve("a", 0.13), "b": _curve("b", 0.01)}
+    assert F.verdict(low, noise).endswith(
+        "; no method beats random token orders (0.12 on average) by more than their spread; b worst (0.01).")
+    assert F.verdict(by) == "For this input, ALTI tracks the output best (comprehensiveness 0.5); flow worst (0.3)."
+
+
+def test_random_orders_on_a_linear_model_by_hand():
+    scorer, c = _linear_scorer()
+    got = F.random_comprehensiveness(F.Evaluator(scorer), orders=6, seed=3)
+    pos = np.flatnonzero(scorer.candidates)
+    ks = [F.k_tokens(b, len(pos)) for b in F.AOPC_BINS]
+    rng = np.random.default_rng(3)
+    expected = [np.mean([c[order[:k]].sum() for k in ks]) for order in (rng.permutation(pos) for _ in range(6))]
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)  # f(x) - f(x without them) = their sum
+    assert np.std(got) > 0.1
+
+
+def test_removing_a_token_puts_the_baseline_in_its_place():
+    from tests.tiny_models import tiny_loaded
+
+    lm = tiny_loaded("llama")
+    enc = encode(lm, SENTENCE)
+    scorer = T.make_scorer(lm, enc, T.make_target(lm, enc, T.NEXT_TOKEN, 8))
+    keep = np.ones(len(enc.ids), dtype=bool)
+    keep[[2, 5]] = False
+    x = scorer.embeds.clone()
+    x[0, [2, 5]] = scorer.baseline_embeds[0, [2, 5]]
+    zeroed = scorer.embeds.clone()
+    zeroed[0, [2, 5]] = 0
+    got = float(F.Evaluator(scorer).values([keep])[0])
+    assert got == pytest.approx(scorer.value(x), abs=1e-6)
+    assert abs(got - scorer.value(zeroed)) > 1e-4  # not zero embeddings: the causal baseline is a token's
+    assert not scorer.candidates[0]  # the first token stays (it is kept in the baseline too)
+
+
 def test_gradients_of_a_linear_model_are_its_contributions():
     scorer, c = _linear_scorer()
     np.testing.assert_allclose(G.input_x_gradient(scorer).per_token, c, rtol=1e-5, atol=1e-6)
@@ -128,7 +178,9 @@ def test_the_report_on_minilm(minilm):
     assert names == tuple(I.METHODS) and np.allclose(np.diag(mat), 1)
     best = max(report.curves, key=lambda k: report.curves[k].comprehensiveness)
     assert report.verdict.startswith(f"For this input, {best} tracks the output best")
-    assert report.ig.completeness_error < 0.01
+    assert report.noise.shape == (F.RANDOM_ORDERS,) and np.std(report.noise) > 0
+    assert report.verdict == F.verdict(report.curves, report.noise) and "random token orders" in report.verdict
+    assert report.ig.completeness_error < 0.01 and report.ig.baseline == T.ZERO_BASELINE
     assert set(report.randomised) == set(I.METHODS)
     assert all(-1 <= v <= 1 for v in report.randomised.values() if np.isfinite(v))
     # the attention-based methods read the mean of all rows for a pooled output
