@@ -139,7 +139,7 @@ def test_focus_top_k_and_profiles(recorded):
     la = at.session_state[DONE].la
     layer, head = at.selectbox(key="lg_layer").value, at.selectbox(key="lg_head").value
     at.number_input(key="lg_fq").set_value(1000).run()
-    boxes = [h.proto.body for h in at.get("html")]
+    boxes = [h.proto.body for h in at.get("html") if "data-weight=" in h.proto.body]
     row = la.rows(layer, head, 1000, 1001)[0]
     near, whole = boxes[0], boxes[1]  # the text around the query, and the whole text (in its expander)
     assert "overflow-y: auto" in near and near.count("data-weight=") == 300  # positions 880-1,179
