@@ -11,7 +11,8 @@ from attnviz.ui.registry import HOME, PAGES
 _presenting = ((st.query_params.get("present") == "1" or bool(st.session_state.get("present")))
                and st.query_params.get("end") != "1")  # a deck's End link leaves presentation mode
 st.set_page_config(page_title="attnviz", page_icon=str(Path(__file__).parent / "assets" / "favicon.png"), layout="wide",
-                   initial_sidebar_state="collapsed" if _presenting else "auto")
+                   initial_sidebar_state="collapsed" if _presenting
+                   else "expanded" if st.query_params.get("end") == "1" else "auto")
 
 
 sections: dict[str, list] = {}

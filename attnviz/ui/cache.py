@@ -33,11 +33,16 @@ def settle_collector() -> None:
     cyclic garbage collector's sight (gc.freeze). A full collection over the ~435,000 objects of a server with a
     model loaded takes 240 ms with the GIL held; Streamlit's collection after every run is off
     (.streamlit/config.toml), and with the freeze Python's own full collections come often and walk only what
-    runs created, so memory stays bounded. Frozen objects are still freed by reference counting."""
+    runs created, so memory stays bounded. Frozen objects are still freed by reference counting. At exit they
+    are handed back to the collector, so the interpreter's last collection frees them too (extension modules
+    such as DuckDB's otherwise report their types and constants as leaked)."""
+    import atexit
     import gc
 
     gc.collect()
     gc.freeze()
+    atexit.unregister(gc.unfreeze)  # registered once however many models load
+    atexit.register(gc.unfreeze)
 
 
 # cache_resource, not cache_data: an AttentionResult's arrays are read-only, so sessions can

@@ -1,6 +1,7 @@
 """Head atlas stores are read through DuckDB connections: a closed or dropped view holds none, a view that
-fails to open holds none, and a view still held at interpreter exit (the app's cache keeps them) lets go
-of its connection before the interpreter shuts down."""
+fails to open holds none, a view still held at interpreter exit (the app's cache keeps them) lets go of its
+connection before the interpreter shuts down, and nothing of DuckDB is reported leaked at exit, also after the
+app has frozen the garbage collector's objects (ui.cache.settle_collector, run after every model load)."""
 from __future__ import annotations
 
 import gc
@@ -91,4 +92,20 @@ def test_views_still_held_at_exit_let_go_of_their_connections(folder):
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.splitlines()[0] == "4"
     assert "connections alive after the exit handlers: 0" in out.stdout, out.stdout
+    assert "leaked" not in out.stderr, out.stderr[-2000:]
+
+
+def test_nothing_of_duckdb_is_left_at_exit_after_the_collector_freeze(folder):
+    script = textwrap.dedent("""
+        import sys
+        from attnviz.atlas.store import finished
+        from attnviz.ui.cache import atlas_view, settle_collector
+
+        cached = atlas_view(sys.argv[1], tuple(sorted(finished(sys.argv[1]))))
+        settle_collector()  # what the app does after loading a model
+        print(cached.n_layers)
+    """)
+    out = subprocess.run([sys.executable, "-c", script, str(folder)], cwd=ROOT, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0 and out.stdout.split() == ["6"], out.stderr[-2000:]
     assert "leaked" not in out.stderr, out.stderr[-2000:]
