@@ -25,6 +25,7 @@ def test_a_model_load_freezes_what_is_alive_so_the_collection_after_each_run_sca
 
     from attnviz.ui.cache import settle_collector
 
+    gc.unfreeze()  # earlier tests of the session may have loaded a model and frozen already
     before = len(gc.get_objects())
     settle_collector()
     try:
