@@ -44,7 +44,7 @@ def sink_curves_figure(curves: dict[str, np.ndarray], positions: np.ndarray,
 # ------------------------------------------------------------------ the Long inputs page (appended)
 GROUP_GAP = 3  # empty tile columns between key/value groups in the all-heads grid
 HEAD_GAP = 1  # between heads of one group, and between layers
-GRID_PLOT_WIDTH = 1000  # px: the all-heads grid's plot area on a wide page (its height is chosen for square tiles there)
+GRID_PLOT_WIDTH = 800  # px: the all-heads grid's plot area on a wide page (its height is chosen for square tiles there)
 GRID_MIN_HEIGHT, GRID_MAX_HEIGHT = 320, 1400  # px: the grid figure's height stays within these
 
 
@@ -106,8 +106,11 @@ def pooled_grid_figure(tiles: np.ndarray, edges: np.ndarray, group: int, how: st
                       line=dict(color="#d62728", width=2))
     g = H // max(group, 1)
     names = [f"kv{k}: " + " ".join(f"h{h}" for h in range(k * group, (k + 1) * group)) for k in range(g)]
-    fig.update_xaxes(tickvals=cx, ticktext=[f"h{h}" for h in range(H)], side="top", showgrid=False)
-    fig.update_yaxes(tickvals=cy, ticktext=[f"L{layer}" for layer in range(L)], autorange="reversed", showgrid=False)
+    # fixed ranges: the mosaic exactly (the click markers would pad an automatic range), first layer on top
+    fig.update_xaxes(tickvals=cx, ticktext=[f"h{h}" for h in range(H)], side="top", showgrid=False,
+                     range=[-0.5, width - 0.5], categoryorder="array", categoryarray=xl)
+    fig.update_yaxes(tickvals=cy, ticktext=[f"L{layer}" for layer in range(L)], range=[rows - 0.5, -0.5],
+                     showgrid=False, categoryorder="array", categoryarray=yl)
     if group > 1:
         for (k, a, b), name in zip(groups, names):
             fig.add_annotation(x=(a + b) / 2, y=1.0, xref="x", yref="paper", yanchor="bottom", yshift=26,

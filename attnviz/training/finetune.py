@@ -37,17 +37,18 @@ class FinetuneConfig:
 
 
 def timing_note(meta: dict) -> str | None:
-    """How long a run took, said with how it was measured: its wall-clock seconds, the processor seconds of the
-    training thread and the machine's load average when it ended (None for a run without processor time)."""
-    cpu, wall = meta.get("cpu_seconds"), meta.get("seconds")
-    if cpu is None or wall is None:
+    """How long a run took, with how it was measured: its wall-clock time, the machine's load average when it
+    ended and the processor time of the training thread (None for a run recorded without them). On a busy
+    machine the wall clock says more about the machine than about fine-tuning: the note says so."""
+    cpu, wall, load, cores = (meta.get(k) for k in ("cpu_seconds", "seconds", "load_average", "cpu_count"))
+    if cpu is None or wall is None or load is None or not cores:
         return None
-    load, cores = meta.get("load_average"), meta.get("cpu_count")
-    busy = load is not None and cores and load > cores
-    where = (f" while the machine was busy (load average {load:.1f} on {cores} cores)" if busy else
-             f" (load average {load:.1f} on {cores} cores)" if load is not None and cores else "")
-    return (f"Wall clock {wall:.0f} s{where}; the training itself used {cpu:.0f} s of processor time on one "
-            f"thread{', about what it takes on a machine with a core to itself' if busy else ''}.")
+    from attnviz.units import human_seconds
+
+    busy = load > cores
+    return (f"Took {human_seconds(wall)} of wall-clock time {'while the machine was busy ' if busy else ''}"
+            f"(load average {load:.1f} on {cores} cores; the training thread had {human_seconds(cpu)} of processor "
+            "time)" + (": a live run on a quieter machine takes less." if busy else "."))
 
 
 def template_sentences(path: Path = SENTENCES) -> tuple[list[tuple[str, int]], list[tuple[str, int]], str]:

@@ -153,9 +153,9 @@ def summary(run: Run) -> None:
     from attnviz.training.finetune import timing_note
 
     timing = timing_note(m)
-    cols[2].metric("Seconds", f"{m.get('seconds', float('nan')):.1f}", help=timing,
-                   delta=f"{m['cpu_seconds']:.0f} s of processor time" if timing else None, delta_color="off",
-                   delta_arrow="off")
+    cols[2].metric("Seconds", f"{m.get('seconds', float('nan')):,.1f}", help=timing,
+                   delta=f"load {m['load_average']:.1f} on {m['cpu_count']} cores" if timing else None,
+                   delta_color="off", delta_arrow="off")
     cols[3].metric("Finished", "yes" if run.completed else f"cancelled at step {m.get('steps_done')}")
     f = run.facts
     st.caption(f"**{run.title}** · {f.kind} · {f.n_layers} layer(s) × {f.n_heads} heads · d_model {f.d_model} · "

@@ -223,6 +223,8 @@ def test_pooled_grid_draws_square_tiles(layers, heads, group, t):
     rows, cols = z.shape
     assert fig.layout.yaxis.scaleanchor == "x" and fig.layout.yaxis.scaleratio == 1  # one tile = one square
     assert fig.layout.xaxis.constrain == "domain" and fig.layout.yaxis.constrain == "domain"
+    # the axes span the mosaic exactly (no padding around it), the first layer on top
+    assert tuple(fig.layout.xaxis.range) == (-0.5, cols - 0.5) and tuple(fig.layout.yaxis.range) == (rows - 0.5, -0.5)
     # at the page's width the height leaves no blank band: the plot's height is rows tiles of the width's size
     plot_h = fig.layout.height - fig.layout.margin.t - fig.layout.margin.b
     if lf.GRID_MIN_HEIGHT < fig.layout.height < lf.GRID_MAX_HEIGHT:
