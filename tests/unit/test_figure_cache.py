@@ -58,7 +58,7 @@ def _script():
 
 
 def test_a_figure_is_built_once_per_input_shared_and_never_changed_by_presentation_mode():
-    at = AppTest.from_function(_script, default_timeout=60).run()
+    at = AppTest.from_function(_script, default_timeout=180).run()
     assert not at.exception
     at.run()
     assert len(at.session_state["calls"]) == 1  # the second run reused the figure
