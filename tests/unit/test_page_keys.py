@@ -20,6 +20,7 @@ GLOBAL_KEYS: dict[str, str] = {
     "example": "the sidebar's example picker", "text": "the sidebar's text", "use_pair": "sentence-pair switch",
     "text_pair": "the second sentence", "words": "word level instead of word pieces",
     "lens": "weights or contributions, for every attention view", "_sidebar_*": "the sidebar's own bookkeeping",
+    "sidebar_restore_text": "back to the text a page replaced", "sidebar_keep_text": "keep the text a page put there",
     "_queued_*": "a text or word-level change asked for by a page, applied by the sidebar on the next run",
     "training_result": "the training page's frame, offered as the sidebar's model 'trained'",
     "training_contributions": "the contributions of that frame, read by the views of the trained model",
