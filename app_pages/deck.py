@@ -3,6 +3,7 @@ import pandas as pd
 import streamlit as st
 
 from attnviz.decks import deck as dk
+from attnviz.decks import store
 from attnviz.errors import AttnvizError
 from attnviz.ui import decks
 from attnviz.ui.jobs import Bar
@@ -28,6 +29,10 @@ st.markdown(
 tour("deck")
 
 d = decks.current()
+if decks.link_problem():
+    st.info(decks.link_problem())
+    if not store.valid_id(st.query_params.get("deck")):
+        del st.query_params["deck"]
 left, right = st.columns(2)
 with left:
     up = st.file_uploader("Open a deck file (.json)", type=["json"], key="deck_upload")

@@ -112,17 +112,43 @@ def _axis_labels(axis) -> list[str]:
     return ["0.0000"]  # automatic numeric ticks: about six characters
 
 
+# Streamlit's plotly template holds placeholder colours (#000001 ...) that its web page swaps for the theme's
+# colours; a figure rendered on the server (kaleido) would draw every line near-black. These are the light
+# theme's defaults (streamlit/config.py: chartCategoricalColors, chartSequentialColors, chartDivergingColors).
+_THEME_COLOURS = dict(zip(
+    [f"#{i:06d}" for i in range(1, 31)],
+    ["#0068c9", "#83c9ff", "#ff2b2b", "#ffabab", "#29b09d", "#7defa1", "#ff8700", "#ffd16a", "#6d3fc0", "#d5dae5",
+     "#e4f5ff", "#c7ebff", "#a6dcff", "#83c9ff", "#60b4ff", "#3d9df3", "#1c83e1", "#0068c9", "#0054a3", "#004280",
+     "#7d353b", "#bd4043", "#ff4b4b", "#ff8c8c", "#ffc7c7", "#a6dcff", "#60b4ff", "#1c83e1", "#0054a3", "#004280"]))
+_THEME_TEXT = "#31333f"  # the remaining placeholders (texts, lines of tables and waterfalls): the theme's ink
+
+
+def _theme_template(template):
+    """`template` with Streamlit's placeholder colours replaced by the light theme's colours (unchanged when it
+    has none)."""
+    import json
+
+    text = json.dumps(template.to_plotly_json())
+    if "#000001" not in text:
+        return template
+    text = re.sub(r"#0000[0-9]{2}\b", lambda m: _THEME_COLOURS.get(m.group(0), _THEME_TEXT), text)
+    return json.loads(text)
+
+
 def export_ready(fig):
     """A copy of `fig` laid out for server-side export (kaleido) and standalone HTML.
 
     The browser's Streamlit theme grows margins to fit long tick labels; a figure exported on the
     server gets no such help (Streamlit's default plotly template leaves automargin off), so long
     y labels are cut and x labels vanish. Here every axis gets automargin and the margins are set
-    from the label lengths, tick angles and title sizes; tick values and texts are kept as they are."""
+    from the label lengths, tick angles and title sizes; tick values and texts are kept as they are.
+    Streamlit's placeholder colours become its light theme's colours."""
     import plotly.graph_objects as go
 
     out = go.Figure(fig)
     layout = out.layout
+    if layout.template is not None:
+        layout.template = _theme_template(layout.template)  # the colours the page shows, not placeholders
     base = (layout.font.size if layout.font and layout.font.size else None) or 12
     need = {"l": 0.0, "r": 0.0, "t": 0.0, "b": 0.0}
     for name in [k for k in layout.to_plotly_json() if re.fullmatch(r"[xy]axis\d*", k)]:

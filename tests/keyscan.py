@@ -110,6 +110,14 @@ class Scanner:
             for elt in node.elts:
                 out |= self.value(elt, env, mod, depth + 1) or set()
             return out or None
+        if isinstance(node, ast.Call):
+            hit = self._resolve(node.func, mod)
+            if hit is not None:
+                other, fn = hit
+                body = [b for b in fn.body if not (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant))]
+                if len(body) == 1 and isinstance(body[0], ast.Return):
+                    return self.value(body[0].value, self._bind_args(fn, node, env, mod), other, depth + 1)
+            return None
         if isinstance(node, ast.IfExp):
             a, b = self.value(node.body, env, mod, depth + 1), self.value(node.orelse, env, mod, depth + 1)
             return (a or set()) | (b or set()) or None
@@ -124,11 +132,17 @@ class Scanner:
                 return self._dict_keys(self.modules[target].constants[node.attr], {}, self.modules[target])
         if isinstance(node, ast.Dict):
             out = set()
-            for k in node.keys:
+            for k, v in zip(node.keys, node.values):
                 if k is None:  # {**other}
+                    out |= self._dict_keys(v, env, mod)
                     continue
                 out |= self.value(k, env, mod) or set()
             return out
+        if isinstance(node, ast.DictComp) and node.generators:
+            it = node.generators[0].iter
+            if isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and it.func.attr in ("items", "keys"):
+                it = it.func.value
+            return self._dict_keys(it, env, mod)
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):  # {...} | {...}
             return self._dict_keys(node.left, env, mod) | self._dict_keys(node.right, env, mod)
         return self.value(node, env, mod) or set()
@@ -165,6 +179,25 @@ class Scanner:
             if other and func.attr in other.functions:
                 return other, other.functions[func.attr]
         return None
+
+    def _functions_in_constant(self, node, mod: Module):
+        """The functions named in a module constant that `node` refers to (a table of views, say)."""
+        owner, expr = None, None
+        if isinstance(node, ast.Name):
+            target = mod.aliases.get(node.id, "")
+            if ":" in target:
+                name, const = target.split(":")
+                owner = self.modules.get(name)
+                expr = owner.constants.get(const) if owner else None
+            elif node.id in mod.constants:
+                owner, expr = mod, mod.constants[node.id]
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            owner = self.modules.get(mod.aliases.get(node.value.id, ""))
+            expr = owner.constants.get(node.attr) if owner else None
+        if owner is None or expr is None:
+            return []
+        return [(owner, owner.functions[n.id]) for n in ast.walk(expr)
+                if isinstance(n, ast.Name) and n.id in owner.functions]
 
     def scan_script(self, mod: Module) -> None:
         self._scan_body(mod.tree, {}, mod, f"{mod.name}")
@@ -204,26 +237,54 @@ class Scanner:
                     out[a.arg] = v
         return out
 
+    def _bind_loop(self, target, it, env: dict, mod: Module, local: dict) -> None:
+        """Give a loop's target the strings its iterable holds (each part of a tuple target its own)."""
+        if isinstance(it, ast.Name) and it.id in local and it.id not in env:
+            it = local[it.id]
+        if isinstance(it, ast.Call):
+            fname = getattr(it.func, "id", "")
+            if fname == "enumerate" and it.args:
+                if isinstance(target, ast.Tuple) and len(target.elts) == 2:
+                    self._bind_loop(target.elts[1], it.args[0], env, mod, local)
+                return
+            if fname == "zip":
+                if isinstance(target, ast.Tuple) and len(target.elts) == len(it.args):
+                    for t, a in zip(target.elts, it.args):
+                        self._bind_loop(t, a, env, mod, local)
+                return
+            if fname in ("sorted", "list", "tuple", "reversed") and it.args:
+                self._bind_loop(target, it.args[0], env, mod, local)
+                return
+            if isinstance(it.func, ast.Attribute) and it.func.attr in ("items", "keys"):
+                self._bind_loop(target.elts[0] if isinstance(target, ast.Tuple) else target, it.func.value, env,
+                                mod, local)
+                return
+        if isinstance(target, ast.Tuple):
+            if isinstance(it, (ast.List, ast.Tuple)):  # a literal list of tuples: each position apart
+                for i, t in enumerate(target.elts):
+                    column = [e.elts[i] for e in it.elts if isinstance(e, (ast.Tuple, ast.List)) and len(e.elts) > i]
+                    if column:
+                        self._bind_loop(t, ast.Tuple(elts=column, ctx=ast.Load()), env, mod, local)
+            return
+        if isinstance(target, ast.Name):
+            v = self.value(it, env, mod)
+            if v is None:
+                v = self._dict_keys(it, env, mod) or None
+            if v is not None:
+                env[target.id] = env.get(target.id, set()) | v
+
     def _scan_body(self, body, env: dict, mod: Module, where: str) -> None:
         env = dict(env)
-        state = self._state_names(body)
+        state = self._state_names(body) | {name for name, value in mod.constants.items() if _is_state(value, set())}
         nodes = list(_walk_own(body))
-        # loop variables over known strings: `for key in (lk, hk)`, `for i, key in enumerate((lk, hk))`
+        # loop variables over known strings: `for key in (lk, hk)`, `for i, key in enumerate((lk, hk))`,
+        # `for key, value in DEFAULTS.items()`, `for col, (fig, key) in zip(columns, figs)`
+        local = {n.targets[0].id: n.value for n in nodes if isinstance(n, ast.Assign) and len(n.targets) == 1
+                 and isinstance(n.targets[0], ast.Name) and isinstance(n.value, (ast.List, ast.Tuple, ast.Dict))}
         for node in nodes:
             if isinstance(node, (ast.For, ast.comprehension)):
-                target, it = node.target, node.iter
-                if isinstance(it, ast.Call) and getattr(it.func, "id", "") in ("enumerate", "zip", "sorted", "list") \
-                        and it.args:
-                    it = it.args[0] if getattr(it.func, "id", "") != "enumerate" else it.args[0]
-                    if isinstance(target, ast.Tuple) and getattr(node.iter.func, "id", "") == "enumerate":
-                        target = target.elts[-1]
-                    elif isinstance(target, ast.Tuple):
-                        target = target.elts[0]
-                if isinstance(target, ast.Name):
-                    v = self.value(it, env, mod)
-                    if v is not None:
-                        env[target.id] = env.get(target.id, set()) | v
-            elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+                self._bind_loop(node.target, node.iter, env, mod, local)
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
                 t = node.targets[0]
                 if isinstance(t, ast.Name):
                     v = self.value(node.value, env, mod)
@@ -248,6 +309,9 @@ class Scanner:
                 hit = self._resolve(node, mod)  # a function handed over (a callback): scanned as it may run
                 if hit and hit[1] is not body:
                     self._scan_function(hit[0], hit[1], {})
+                elif hit is None:
+                    for other, fn in self._functions_in_constant(node, mod):
+                        self._scan_function(other, fn, {})
 
     def _call(self, node: ast.Call, env, mod, where, state) -> None:
         for kw in node.keywords:

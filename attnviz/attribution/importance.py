@@ -123,7 +123,7 @@ def gradient_x_input(ctx: Context) -> np.ndarray:
 
 
 def integrated_gradients_scores(ctx: Context) -> np.ndarray:
-    """Integrated gradients from zero embeddings, summed over the embedding dimension (signed)."""
+    """Integrated gradients from the scorer's baseline, summed over the embedding dimension (signed)."""
     return ctx.attribution("integrated gradients").per_token
 
 

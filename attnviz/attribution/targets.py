@@ -314,8 +314,9 @@ def neutral_baseline(run, tokenizer, enc: Encoded, embeds):
         what = f"the embedding of '{_piece(tokenizer, tid)}' (the {role}, id {tid})"
     sel = torch.from_numpy(keep)
     base[0, sel] = embeds[0, sel]
-    kept = "the first token" + (" and the special tokens" if keep[1:].any() else "")
-    return base, f"{what} at every position except {kept}, which keep their own"
+    kept = ("the first token and the special tokens, which keep their own" if keep[1:].any() else
+            "the first token, which keeps its own")
+    return base, f"{what} at every position except {kept}"
 
 
 def make_scorer(loaded, enc: Encoded, target: Target, model=None, lock=None) -> Scorer:

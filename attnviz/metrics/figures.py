@@ -216,7 +216,23 @@ def role_map(best: np.ndarray, best_score: np.ndarray, scores: np.ndarray, role_
         yaxis=dict(title="layer", tickmode="array", tickvals=list(range(n_layers)), autorange="reversed",
                    showgrid=False, zeroline=False),
         legend=dict(orientation="v", x=1.02, y=1), hovermode="closest", hoverdistance=40, dragmode=False)
-    return fig
+    return attach_numbers(fig, lambda: _role_csv(best, scores, role_labels))
+
+
+def _role_csv(best: np.ndarray, scores: np.ndarray, role_labels) -> str:
+    """One row per head: layer, head, its strongest role (or none) and every role's score at full precision."""
+    import csv
+    import io
+
+    from attnviz.plotting import csv_number
+
+    out = io.StringIO()
+    w = csv.writer(out)
+    w.writerow(["layer", "head", "strongest role"] + [f"{label} score" for label in role_labels])
+    for l, h in np.ndindex(best.shape):
+        w.writerow([l, h, role_labels[best[l, h]] if best[l, h] >= 0 else "no clear role"]
+                   + ["" if np.isnan(v) else csv_number(v) for v in scores[:, l, h]])
+    return out.getvalue()
 
 
 def layer_lines(values: dict[str, np.ndarray], *, title: str, ytitle: str) -> go.Figure:

@@ -197,9 +197,10 @@ def headline(report) -> None:
     m = st.columns(4)
     m[0].metric("Output f(x)", f"{report.f_input:.4g}", help=report.target.label)
     if report.ig is not None:
-        m[1].metric("IG adds up to f(x) − f(baseline) within", completeness_text(report.ig),
-                    help=f"Sum of the integrated-gradients scores minus (f(x) − f(baseline)) = {report.ig.delta:.3g} "
-                         f"with {report.ig_steps} steps; f(baseline) = {report.ig.f_baseline:.4g}. "
+        m[1].metric("IG adds up within", completeness_text(report.ig),
+                    help="How far the integrated-gradients scores are from adding up to f(x) − f(baseline), as a "
+                         f"share of it: their sum minus (f(x) − f(baseline)) = {report.ig.delta:.3g} with "
+                         f"{report.ig_steps} steps; f(baseline) = {report.ig.f_baseline:.4g}. "
                          f"Baseline: {report.ig.baseline}.")
     m[2].metric("Removable tokens", f"{int(report.candidates.sum())} of {len(report.tokens)}")
     m[3].metric("Time", f"{report.seconds:.1f} s")

@@ -139,7 +139,7 @@ def recent_copies() -> None:
 def where_kept() -> str:
     """One sentence for the Deck page: where the deck is kept and how to get it back."""
     key = deck_id()
-    if key is None:
+    if key is None or load_copy(key) is None:
         return ""
     error = st.session_state.get(_SAVE_ERROR)
     if error:
@@ -148,6 +148,20 @@ def where_kept() -> str:
             f"it: this page's link (it ends in `?deck={key}`) brings it back after a page reload, in another "
             "browser or after a server restart, and presenting, rehearsing and *End* keep it. "
             "**Save the deck** below for a file of your own.")
+
+
+def link_problem() -> str | None:
+    """A sentence when the URL names a deck this server cannot show, else None."""
+    url = st.query_params.get("deck")
+    if url is None:
+        return None
+    if not store.valid_id(url):
+        return ("This link's deck id is not one this app writes (8 to 40 letters, digits, '-' or '_'), so it "
+                "names no deck: the deck below is the one being built in this tab.")
+    if load_copy(url) is None:
+        return ("There is no deck under this link on this server: its working copy was removed, or the link "
+                "comes from another server. Open a deck file below, or one of this server's working copies.")
+    return None
 
 
 def shipped() -> dict[str, Path]:
@@ -276,6 +290,8 @@ def enter(page: str) -> None:
             st.session_state[_AT] = at
             share.open_link(keep=() if "present" in st.query_params else ("present",))
             st.session_state.pop(CONTROLS, None)  # each slide opens on its figure
+        if "present" not in st.session_state and "present" not in st.query_params:
+            st.session_state["present"] = True  # a slide whose link's settings were all dropped (a bad value)
     elif st.query_params.get("end") == "1":
         st.session_state[_AT] = None
         st.session_state["present"] = False  # the sidebar's toggle is drawn later in this run
@@ -391,6 +407,9 @@ def slide_bar() -> None:
     slide recorded for the presenter view. The page above its first figure is folded away."""
     shown = presenting_deck()
     if shown is None:
+        if "slide" in st.query_params and link_problem() and not st.session_state.get("_deck_gone_said"):
+            st.session_state["_deck_gone_said"] = True
+            st.toast(link_problem().split(":")[0] + ": this page opens without its slide bar.", icon=":material/link_off:")
         return
     key, d, i = shown
     if st.session_state.get(DECK_ID) != key or not isinstance(st.session_state.get(DECK), dk.Deck):

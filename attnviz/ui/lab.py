@@ -40,7 +40,7 @@ def lecture_nav(page_file: str) -> None:
 
 
 def _kept(key: str) -> str:
-    return f"_kept_{key}"
+    return f"_{key}_kept"  # the page's prefix first, like every key
 
 
 def matrix_editor(label: str, default: np.ndarray, key: str, help: str | None = None,

@@ -328,7 +328,8 @@ def finetune_controls() -> str:
     d = FinetuneConfig()
     c1, c2, c3, c4 = st.columns(4)
     steps = c1.number_input("Steps", 5, 1000, d.steps, step=25, key="tr_ft_steps",
-                            help="About 0.15-0.3 s per step on 2 cores; 120 steps take roughly 20-35 s.")
+                            help="One batch of 16 sentences per step; each snapshot also reads the probe and 96 "
+                                 "held-out sentences. A run's time is shown beside it, with the machine's load.")
     every = c2.number_input("Snapshot every k steps", 1, 100, d.snapshot_every, key="tr_ft_every")
     lr = c3.select_slider("Learning rate", [1e-5, 3e-5, 1e-4, 3e-4], d.lr, key="tr_ft_lr",
                           format_func=lambda v: f"{v:g}")

@@ -21,6 +21,19 @@ def _slide_query(key: str, d: dk.Deck, i: int) -> dict:
     return {**d.slides[i].params, "present": "1", "deck": key, "slide": str(i)}
 
 
+def _open_slide(page: str, query: dict):
+    """AppTest of a slide's link opened in a new tab: the slide's page is the first to run."""
+    from streamlit.testing.v1 import AppTest
+
+    from tests.conftest import APP
+
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.query_params.update(query)
+    at.switch_page(page).run()
+    assert not at.exception, at.exception
+    return at
+
+
 def _text(at) -> str:
     return " ".join(e.value for kind in ("markdown", "caption", "subheader", "info", "success") for e in getattr(at, kind))
 
@@ -71,7 +84,7 @@ def test_the_deck_and_its_edits_survive_presenting_and_a_new_page_load(deck_dir)
     d = at.session_state["deck"]
     assert len(d) == 17 and d.slides[-1].title == "Focused heads"
 
-    slide = open_page("app_pages/lab_variants.py", query=_slide_query(key, d, 0))
+    slide = _open_slide("app_pages/lab_variants.py", _slide_query(key, d, 0))
     assert any("1 / 17" in m.value for m in slide.markdown)
     back = open_page("app_pages/deck.py", query={"deck": key, "end": "1"})
     assert "17 slides" in [s.value for s in back.subheader]
@@ -125,7 +138,7 @@ def test_presenter_view_keeps_the_time_and_shows_the_next_slide():
     assert set(clock) == {"Elapsed", "On this slide", "Slide"} and clock["Slide"] == "1 / 2"
     assert clock["Elapsed"].count(":") == 1 and int(clock["Elapsed"].split(":")[1]) < 60
     # the presenting tab opens slide 2: the presenter view shows it
-    at2 = open_page("app_pages/rollout.py", query=_slide_query(key, d, 1))
+    at2 = _open_slide("app_pages/rollout.py", _slide_query(key, d, 1))
     assert any("2 / 2" in m.value for m in at2.markdown)
     at.run()
     body = " ".join(m.value for m in at.markdown)
@@ -140,7 +153,7 @@ def test_a_slide_reached_inside_the_session_opens_as_its_link_does():
     d = dk.add(d, dk.slide_from_link("/heatmap?model_choice=minilm&layer=4&head=1&text=Dogs+bark.", "B"))
     d = dk.add(d, dk.slide_from_link("/heatmap?model_choice=minilm", "C"))
     key = decks.start(d)
-    at = open_page("app_pages/heatmap.py", query=_slide_query(key, d, 0))
+    at = _open_slide("app_pages/heatmap.py", _slide_query(key, d, 0))
     assert (at.session_state["layer"], at.session_state["head"]) == (2, 7)
     first_text = at.session_state["text"]
     for i, want in ((1, (4, 1, "Dogs bark.")), (2, (0, 0, first_text)), (0, (2, 7, first_text))):
@@ -176,10 +189,38 @@ def test_a_slide_with_out_of_range_settings_opens_with_defaults_and_a_notice():
     assert len(loaded.deck) == 2 and not loaded.problems
     assert decks.prepare(loaded.deck, lambda *a: None) == []
     key = decks.start(loaded.deck)
-    at = open_page("app_pages/rollout.py", query=_slide_query(key, loaded.deck, 0))
+    at = _open_slide("app_pages/rollout.py", _slide_query(key, loaded.deck, 0))
     assert at.slider(key="ro_residual").value == 0.5  # the default, not 5
+    assert at.session_state["present"] is True and any("1 / 2" in m.value for m in at.markdown)
     # a refused value cannot be told apart from the others of the same link: the link's page
     # settings all fall back, and the notice names them
     notice = " ".join(t.value for t in at.toast)
     assert "ro_residual" in notice and "ro_fusion" in notice and at.selectbox(key="ro_fusion").value == "mean"
     assert any("1 / 2" in m.value for m in at.markdown)
+
+
+def test_a_link_to_a_deck_this_server_does_not_have_says_so():
+    at = open_page("app_pages/deck.py", query={"deck": "NoSuchDeck123"})
+    assert any("no deck under this link" in i.value for i in at.info)
+    assert any("The deck is empty" in i.value for i in at.info) and "working copy on this server" not in _text(at)
+    at = open_page("app_pages/deck.py", query={"deck": "../../etc/passwd"})
+    assert any("deck id is not one this app writes" in i.value for i in at.info)
+    assert "deck" not in at.query_params
+    # a slide of such a deck opens as a plain page, and says why it has no slide bar
+    slide = _open_slide("app_pages/entropy.py", {"deck": "NoSuchDeck123", "slide": "0", "present": "1"})
+    assert not any("deck-bar" in m.value for m in slide.markdown)
+    assert any("no deck under this link" in t.value for t in slide.toast)
+
+
+def test_a_cache_folder_that_refuses_the_working_copy_keeps_the_deck_in_memory(tmp_path, monkeypatch):
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("a file where the folder should be")
+    monkeypatch.setenv("ATTNVIZ_DECK_DIR", str(blocked))
+    at = open_page("app_pages/deck.py")
+    at.button(key="deck_open_shipped").click().run()
+    assert not at.exception and "16 slides" in [s.value for s in at.subheader]
+    assert "could not be written" in _text(at) and "memory" in _text(at)
+    at.button(key="deck_present").click().run()
+    key = at.session_state["deck_live"]
+    slide = _open_slide("app_pages/lab_variants.py", _slide_query(key, at.session_state["deck"], 0))
+    assert any("1 / 16" in m.value for m in slide.markdown)  # presented from this server's memory

@@ -18,6 +18,7 @@ def test_run_default_corpus_rank_a_pattern_and_open_the_head(page, app_server):
     shutil.rmtree(folder_for("minilm", default_corpus(), True), ignore_errors=True)
     page.goto(app_server.url + "/atlas")
     wait_for_app(page)
+    before = sidebar_text(page)
     page.get_by_role("button", name="▶ Run the corpus").click()
     page.get_by_text("sentences ·").first.wait_for(timeout=60_000)  # the job's progress line
     page.get_by_text("Done: 214 of 214 sentences stored").first.wait_for(timeout=600_000)
@@ -45,6 +46,16 @@ def test_run_default_corpus_rank_a_pattern_and_open_the_head(page, app_server):
     assert not exception_texts(page)
     # the atlas's statistics are about words: the heatmap opens at word level too
     assert params.get("words") == "1"
+    # the sidebar says what replaced the text and offers it back, with Word level as it was
+    sidebar = page.locator('[data-testid="stSidebar"]')
+    assert sidebar.get_by_text(f"The Head atlas opened layer {layer}, head {head}").count() == 1
+    assert sidebar.get_by_text("Word level is now on").count() == 1
+    sidebar.get_by_role("button", name="Back to my text").click()
+    time.sleep(0.5)
+    wait_for_app(page)
+    assert sidebar_text(page) == before
+    assert url_params(page).get("words") in (None, "0")
+    assert sidebar.get_by_role("button", name="Back to my text").count() == 0
 
 
 def test_an_uploaded_file_parsed_by_spacy_runs_end_to_end(page, app_server, tmp_path):

@@ -133,3 +133,15 @@ def test_every_generic_figure_csv_names_its_axes_at_full_precision():
     assert rows[0] == ["# Mean entropy per head (rows: layer, columns: head)", "0", "1", "2"]
     assert len(rows) == 3  # the layers only: not the transparent markers that catch clicks
     np.testing.assert_array_equal(np.array([[np.float32(v) for v in r[1:]] for r in rows[1:]]), grid)
+
+
+def test_role_map_csv_lists_every_heads_scores():
+    from attnviz.metrics.figures import role_map
+
+    best = np.array([[0, 1], [2, -1]])
+    scores = np.array([[[0.5, 0.1], [0.2, np.nan]], [[0.25, 0.6], [0.1, 0.2]], [[0.0, 0.3], [0.7, 0.1]]],
+                      dtype=np.float32)  # (role, layer, head)
+    rows = _rows(figure_csv(role_map(best, np.nanmax(scores, 0), scores, ["a", "b", "c"], title="Roles")))
+    assert rows[0] == ["layer", "head", "strongest role", "a score", "b score", "c score"]
+    assert rows[1:] == [["0", "0", "a", "0.5", "0.25", "0.0"], ["0", "1", "b", "0.1", "0.6", "0.3"],
+                        ["1", "0", "c", "0.2", "0.1", "0.7"], ["1", "1", "no clear role", "", "0.2", "0.1"]]

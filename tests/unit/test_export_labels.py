@@ -205,3 +205,16 @@ def test_svg_exports_carry_the_figures_title_above_the_plot():
     z = zipfile.ZipFile(io.BytesIO(data))
     assert "<title>all-heads</title>" in z.read("all-heads.svg").decode()
     assert "<title>Rollout through layers 0–5 · " in z.read("rollout.svg").decode()
+
+
+@needs_chromium
+def test_exported_lines_take_the_colours_the_page_shows():
+    """Streamlit's template colours traces with placeholders (#000001, #000002, ...) that only its web page
+    replaces: a server-side export draws them in the light theme's colours, one per series, as on the page."""
+    from attnviz.metrics.figures import layer_lines
+
+    fig = layer_lines({name: np.arange(3.0) + i for i, name in enumerate("abcd")}, title="Lines", ytitle="y")
+    svg = figure_image(fig, "svg").decode()
+    strokes = re.findall(r'class="js-line"[^>]*stroke: rgb\(([^)]*)\)', svg)
+    colours = list(dict.fromkeys(tuple(int(v) for v in s.split(",")) for s in strokes))
+    assert colours == [(0, 104, 201), (131, 201, 255), (255, 43, 43), (255, 171, 171)]  # #0068c9 #83c9ff ...
