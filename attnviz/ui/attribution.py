@@ -129,7 +129,9 @@ def controls(model_key: str, text: str, pair: str | None) -> Settings | None:
                                     "pools). The methods explain the first sentence's tokens.")
     if kind in (tg.NEXT_TOKEN, tg.MASKED_TOKEN):
         token = c3.text_input("Explain the logit of", key="trust_token", placeholder="top prediction", disabled=busy,
-                              help="Leave empty for the model's own top prediction there, or type one token.") or None
+                              help="Leave empty for the model's own top prediction there, or type one token. A "
+                                   "leading space counts: for most causal models ' Paris' and 'Paris' are different "
+                                   "tokens.") or None
     c4, c5 = st.columns([3, 5])
     steps = c4.number_input("Integrated-gradients steps", min_value=MIN_STEPS, max_value=MAX_STEPS, step=8,
                             key="trust_steps", disabled=busy,
@@ -147,7 +149,8 @@ def controls(model_key: str, text: str, pair: str | None) -> Settings | None:
     if n > MAX_FLOW_TOKENS:
         st.caption(f"This input has {count_text(n)} tokens: attention flow runs up to {count_text(MAX_FLOW_TOKENS)} tokens, so it is skipped "
                    "(rollout, gradients and the rest work at any length).")
-    return Settings(model_key, text, kind, position, (token or "").strip() or None,
+    # a token's leading space is part of it (' Paris' is not 'Paris'): only the end is trimmed
+    return Settings(model_key, text, kind, position, (token or "").rstrip() or None,
                     (second or "").strip() or None, int(steps), bool(randomise))
 
 
@@ -228,7 +231,9 @@ def completeness_text(ig) -> str:
 def scores_figure(report):
     """Every method's scores; integrated gradients' row says how far they are from adding up."""
     def name(k):
-        return f"{k} (adds up within {completeness_text(report.ig)})" if k == "integrated gradients" and report.ig else k
+        if k == "integrated gradients" and report.ig is not None:
+            return f"{k} (adds up within {completeness_text(report.ig)})"
+        return k
 
     return af.methods_heatmap({name(k): v for k, v in report.scores.items()}, report.tokens,
                               title="Each method's token scores (row scaled to its max)", candidates=report.candidates)
@@ -255,9 +260,10 @@ def curves(report, ytitle: str) -> None:
                + "% of the removable tokens (at least one token each). Comprehensiveness = f(x) − f(x without them): "
                  "higher is better. Sufficiency = f(x) − f(only them): lower is better.")
     if report.noise is not None and len(report.noise) > 1:
-        st.caption(f"**Noise:** {len(report.noise)} random orders of the same removable tokens reach a comprehensiveness "
-                   f"of {np.mean(report.noise):.3g} ± {np.std(report.noise, ddof=1):.2g} (mean ± standard deviation). "
-                   "The verdict above counts one method as ahead of another only by more than that spread.")
+        st.caption(f"**Noise:** {len(report.noise)} random orders of the same removable tokens reach a "
+                   f"comprehensiveness of {np.mean(report.noise):.3g} ± {np.std(report.noise, ddof=1):.2g} (mean ± "
+                   "standard deviation). The verdict above counts one method as ahead of another only by more than "
+                   "that spread.")
 
 
 def randomisation(report):
