@@ -21,12 +21,28 @@ APP = str(ROOT / "app.py")  # AppTest.from_file(APP): relative paths resolve aga
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# One folder per pytest-xdist worker for what a test writes under a fixed name ("" when run without workers).
+WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
 # corpus runs of the Head atlas page go under test-artifacts, never the developer's cache (servers inherit it)
-os.environ.setdefault("ATTNVIZ_ATLAS_DIR", str(ARTIFACTS / "atlas"))
+os.environ.setdefault("ATTNVIZ_ATLAS_DIR", str(ARTIFACTS / "-".join(filter(None, ("atlas", WORKER)))))
 # working copies of lecture decks likewise (the Deck page writes one on every change)
-os.environ.setdefault("ATTNVIZ_DECK_DIR", str(ARTIFACTS / "decks"))
+os.environ.setdefault("ATTNVIZ_DECK_DIR", str(ARTIFACTS / "-".join(filter(None, ("decks", WORKER)))))
 # so do the timings record and the converted copy of SmolLM2's GGUF file (converted once, read by the later servers)
 os.environ.setdefault("ATTNVIZ_CACHE_DIR", str(ARTIFACTS / "cache"))
+
+
+# The longest tests (minutes each) start first: with several workers (`-n` in the Makefile), none of them is
+# then left running alone at the end while the other workers wait.
+LONGEST_FIRST = (
+    "tests/browser/test_walk.py", "tests/browser/test_load.py", "tests/browser/test_tour_browser.py",
+    "tests/browser/test_long_smollm2_browser.py", "tests/browser/test_presentation_browser.py",
+    "tests/browser/test_deck_browser.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))  # stable: the rest keep their order
 
 
 @pytest.fixture(scope="session")
