@@ -40,7 +40,10 @@ nginx:
 		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq nginx; \
 	fi
 
-PYTEST := $(PY) -m pytest -q -p no:cacheprovider --durations=25
+# Tests run on $(WORKERS) workers (pytest-xdist), each with its own server and Chromium: most of a browser test is
+# waiting for a page, so three workers keep the two cores busy; `make test WORKERS=0` runs them one by one.
+WORKERS ?= 3
+PYTEST := $(PY) -m pytest -q -p no:cacheprovider --durations=25 -n $(WORKERS)
 
 # every tier: unit (maths), app (Streamlit AppTest), browser (Playwright driving Chromium)
 test: setup-dev chromium nginx
