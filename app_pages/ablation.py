@@ -22,7 +22,7 @@ page_intro("Head ablation",
     "and the model's output."
 )
 
-result, key, text, pair = aw.hf_inputs("Ablation")
+result, request = aw.hf_inputs("Ablation")
 n_layers, n_heads = result.n_layers, result.n_heads
 names = {(l, h): f"L{l} H{h}" for l in range(n_layers) for h in range(n_heads)}
 back = {v: k for k, v in names.items()}
@@ -58,13 +58,13 @@ with c2:
 c3.button("Clear", key="ab_clear", on_click=_clear, width="stretch")
 
 heads = tuple(sorted(hd for hd in aw.ablated_heads() if hd in names))
-loaded = get_model(key)
+loaded = get_model(request.model)
 try:
     with st.spinner("Running the model…"):
-        base = ablation_run(key, text, pair, ())
+        base = ablation_run(request, ())
         if heads:
             check_heads(heads, n_layers, n_heads)
-            abl = ablation_run(key, text, pair, heads)
+            abl = ablation_run(request, heads)
 except AttnvizError as e:
     st.warning(str(e))
     heads, abl = (), None
@@ -113,9 +113,9 @@ st.subheader("Rank every head by its effect on this sentence")
 n_total = n_layers * n_heads
 st.markdown(f"Switches off each of the {n_total} heads alone and measures the {effect_name(base)}. "
             "Takes one forward pass per head.")
-if st.button(f"Rank all {n_total} heads", key="ab_rank") or (key, text, pair) in st.session_state.get("ab_rankings", {}):
+if st.button(f"Rank all {n_total} heads", key="ab_rank") or request in st.session_state.get("ab_rankings", {}):
     try:
-        ranking = aw.rank_all_heads(key, text, pair)
+        ranking = aw.rank_all_heads(request)
     except AttnvizError as e:
         st.warning(str(e))
         stop_page()

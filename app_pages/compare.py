@@ -4,7 +4,9 @@ import streamlit as st
 from attnviz.errors import AttnvizError
 from attnviz.metrics.compare import check_same_length, check_same_tokens, difference, head_distance
 from attnviz.metrics.figures import head_grid, matrix_heatmap, shared_colour_max
+from attnviz.types import Request
 from attnviz.ui import metrics as aw
+from attnviz.ui.heads import head_picker
 from attnviz.ui.cache import get_result
 from attnviz.ui.jobs import load_model
 from attnviz.ui.sidebar import DEFAULT_MODEL, installed_models
@@ -21,7 +23,8 @@ page_intro("Compare attention",
     "A − B: red where A attends more, blue where B does."
 )
 
-result_a, key_a, text_a, pair_a = aw.hf_inputs("Comparing")
+result_a, request_a = aw.hf_inputs("Comparing")
+key_a = request_a.model
 bind({"cmp_mode": str, "cmp_text_b": str})
 hold("cmp_model_pick", "cmp_model_b")
 SHORT_TEXT = 300  # longer sidebar texts are shown cut, with their token count
@@ -38,7 +41,7 @@ try:
         text_b = b1.text_input("**B**: a second sentence with the same number of tokens", key="cmp_text_b")
         b2.button("Copy A into B", key="cmp_copy_a", on_click=lambda: st.session_state.update(cmp_text_b=result_a.text),
                   help="Start B from A's text, then change a word: long texts are hard to retype.")
-        result_b = get_result(key_a, text_b, None, None)
+        result_b = get_result(Request(key_a, text_b))
         check_same_length(result_a, result_b)
         name_a, name_b = "A: " + key_a, "B: " + key_a
     else:
@@ -51,7 +54,7 @@ try:
             stop_page()
         load_model(key_b)  # a progress bar with the time left while it loads
         with st.spinner("Computing attention…"):
-            result_b = get_result(key_b, text_a, pair_a, None)
+            result_b = get_result(Request(key_b, request_a.text, request_a.pair))
         check_same_tokens(result_a, result_b)
         name_a, name_b = "A: " + key_a, "B: " + key_b
         if key_b == key_a:
@@ -65,7 +68,7 @@ tokens_a, tokens_b = result_a.tokens, result_b.tokens
 n_layers, n_heads = min(result_a.n_layers, result_b.n_layers), min(result_a.n_heads, result_b.n_heads)
 shared = (int(st.session_state.get("layer", 0)), int(st.session_state.get("head", 0)))  # the other pages' head
 wanted = (int(st.session_state.get("cmp_layer", shared[0])), int(st.session_state.get("cmp_head", shared[1])))
-layer, head = aw.head_selectors("cmp", n_layers, n_heads)
+layer, head = head_picker(n_layers, n_heads, "cmp", write_back=False)
 missing = [w for w in (wanted, shared) if (w[0] >= n_layers or w[1] >= n_heads) and w != (layer, head)]
 if missing:
     st.info(f"**The head changed.** A ({key_a}) has {result_a.n_layers} layers × {result_a.n_heads} heads and "

@@ -5,6 +5,7 @@ import streamlit as st
 from attnviz.metrics.entropy import head_mean, padding_positions
 from attnviz.metrics.figures import head_grid, token_bars
 from attnviz.ui import metrics as aw
+from attnviz.ui.heads import head_picker
 from attnviz.ui.sidebar import require_result
 from attnviz.ui import contrib as lens_ui
 from attnviz.ui.figure import show_figure
@@ -61,7 +62,7 @@ with left:
     st.dataframe(table.sort_values(label), hide_index=True, height=420, width="stretch")
 with right:
     st.markdown("**Entropy of every token's row in one head**")
-    sel_layer, sel_head = aw.head_selectors("en", result.n_layers, result.n_heads)
+    sel_layer, sel_head = head_picker(result.n_layers, result.n_heads, "en", write_back=False)
     values = per_row[sel_layer, sel_head]
     bars = token_bars(values, result.tokens, title=f"{label} per query token · layer {sel_layer}, head {sel_head}",
                       ytitle=label, special_mask=result.special_mask)

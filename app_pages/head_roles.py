@@ -7,6 +7,7 @@ from attnviz.metrics.roles import ROLES, applicable_roles, strongest_role, top_h
 from attnviz.metrics.top_pairs import offset_counts, top_pairs
 from attnviz.metrics.figures import head_grid, role_map
 from attnviz.ui import metrics as aw
+from attnviz.ui.heads import head_picker
 from attnviz.ui.sidebar import require_result
 from attnviz.ui import contrib as lens_ui
 from attnviz.ui.share import bind
@@ -23,7 +24,7 @@ page_intro("Head roles",
 
 result = require_result(lens=True)
 lens_ui.note(result)
-key, _, _ = aw.sidebar_inputs()
+key = aw.model_key()
 ablated = aw.ablated_heads()
 n_examples = len(aw.examples())
 
@@ -128,7 +129,7 @@ st.markdown(
 if trained:
     st.info("This reads the example sentences, so it needs a HuggingFace model: pick one in the sidebar.")
 else:
-    p_layer, p_head = aw.head_selectors("hr_pairs", result.n_layers, result.n_heads)
+    p_layer, p_head = head_picker(result.n_layers, result.n_heads, "hr_pairs", write_back=False)
     t1, t2, t3 = st.columns([1, 1, 1])
     st.session_state.setdefault("hr_pairs_special", True)
     skip_special = t1.toggle("Leave out special tokens", key="hr_pairs_special")

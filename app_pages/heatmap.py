@@ -11,7 +11,7 @@ from attnviz.export import result_npz
 from attnviz.ui.metrics import ablated_heads, ablation_note
 from attnviz.ui.heatmap import focus_notes, head_numbers, shaded_text
 from attnviz.ui.figure import show_figure
-from attnviz.ui.heads import consume_selection, head_picker, token_picker
+from attnviz.ui.heads import clicked_head, head_picker, token_picker
 from attnviz.ui.share import bind, hold
 from attnviz.ui.present import presenting
 from attnviz.ui.page import stop as stop_page
@@ -49,7 +49,7 @@ attention, q_tokens, k_tokens = result.stack(which)
 q_special, k_special = result.specials(which)
 n_layers, n_heads = attention.shape[:2]
 
-clicked = consume_selection("hm_grid")
+clicked = clicked_head("hm_grid")
 if clicked:
     st.session_state["layer"], st.session_state["head"] = clicked
 ablated = ablated_heads()

@@ -6,8 +6,10 @@ import streamlit as st
 from attnviz.errors import AttnvizError, BadInput
 from attnviz.lab import kv_cache as kv
 from attnviz.lab.figures import lines, matrix_heatmap
-from attnviz.ui.lab import (keep_choice, keep_in_range, keep_text, lab_header, lecture_nav, show_figure,
-                                    stop_page)
+from attnviz.ui import generate as ug
+from attnviz.ui.lab import keep_choice, keep_in_range, keep_text, lab_header, lecture_nav, stop_page
+from attnviz.ui.figure import show_figure
+from attnviz.ui.numbers import number_box
 from attnviz.ui.share import bind
 from attnviz.units import dtype_bytes, dtype_label, human_bytes, count_text
 
@@ -23,13 +25,12 @@ identical; the cost per step stops growing with the whole sequence, and the pric
 """)
 
 keep_text("kv_prompt", "the cat sat on the", kv.MAX_PROMPT)
-keep_in_range("kv_new", 1, kv.MAX_NEW, 12)
 c1, c2 = st.columns([3, 1])
 with c1:
     prompt = st.text_input("Prompt for the tiny model (letters, space, . , ! ?)", key="kv_prompt",
                            max_chars=kv.MAX_PROMPT)
 with c2:
-    n_new = st.number_input("Characters to generate", 1, kv.MAX_NEW, key="kv_new")
+    n_new = number_box(st, "Characters to generate", 1, kv.MAX_NEW, 12, key="kv_new")
 cfg = kv.TinyConfig()
 try:
     gen = kv.generate(prompt, int(n_new), cfg)
@@ -61,7 +62,7 @@ fig = matrix_heatmap(k0.T, [f"d{j}" for j in range(cfg.d_head)], labels,
                      colorscale="RdBu", zmid=0, digits=2, show_text=False, height=260)
 fig.add_shape(type="rect", x0=after - 1.5, x1=after - 0.5, y0=-0.5, y1=cfg.d_head - 0.5,
               line={"color": "#111", "width": 3})  # the column this step appended
-show_figure(fig, key="kv_fig_cache")
+show_figure(fig, key="kv_fig_cache", toolbar=False)
 left, right = st.columns([2, 3])
 with left:
     st.caption(f"Each column is one token's key vector. The framed last column (NEW) is the key of "
@@ -88,7 +89,7 @@ cum_c = np.cumsum([s.madds_cached for s in gen.steps])
 cum_u = np.cumsum([s.madds_uncached for s in gen.steps])
 show_figure(lines(xs, {"with KV cache": cum_c, "recomputing everything": cum_u},
                   "Total multiply-adds so far (the prompt's own pass not included)", "generation step",
-                  "multiply-adds", marker_x=step, hover_digits=0), key="kv_fig_cost")
+                  "multiply-adds", marker_x=step, hover_digits=0), key="kv_fig_cost", toolbar=False)
 st.markdown("Without the cache step t redoes all t tokens, so the total grows like t²; with it each step costs "
             "about the same (only its attention over the cache grows, linearly).")
 
@@ -121,12 +122,11 @@ with p2:
             st.warning(str(e))
 shape = presets[name]
 a, b, c, d, e, f_ = st.columns(6)
-n_layers = a.number_input("layers", 0, 1000, shape.n_layers, key=f"kv_layers_{name}")
-n_kv = b.number_input("KV heads", 0, 1000, shape.n_kv_heads, key=f"kv_kvh_{name}")
-d_head = c.number_input("d_head", 0, 4096, shape.d_head, key=f"kv_dhead_{name}")
-keep_in_range("kv_tokens", 0, 10_000_000, 2048)
-tokens = d.number_input("tokens", 0, 10_000_000, key="kv_tokens")
-batch = e.number_input("batch", 0, 100_000, 1, key="kv_batch")
+n_layers = number_box(a, "layers", 0, 1000, shape.n_layers, key=f"kv_layers_{name}")
+n_kv = number_box(b, "KV heads", 0, 1000, shape.n_kv_heads, key=f"kv_kvh_{name}")
+d_head = number_box(c, "d_head", 0, 4096, shape.d_head, key=f"kv_dhead_{name}")
+tokens = number_box(d, "tokens", 0, 10_000_000, 2048, key="kv_tokens")
+batch = number_box(e, "batch", 0, 100_000, 1, key="kv_batch")
 dtype = f_.selectbox("dtype", kv.DTYPES, index=1, key="kv_dtype", format_func=dtype_label)
 per_value = dtype_bytes(dtype)
 try:
@@ -144,4 +144,5 @@ grid = [256, 512, 1024, 2048, 4096, 8192]
 table = pd.DataFrame({"tokens": grid, "KV cache": [
     human_bytes(kv.kv_cache_bytes(n_layers, n_kv, d_head, t, batch, per_value)) for t in grid]})
 st.table(table.set_index("tokens").T)
+ug.measured_cache_note(kv.kv_cache_bytes)
 lecture_nav(PAGE)

@@ -6,8 +6,9 @@ import streamlit as st
 from attnviz.errors import BadInput
 from attnviz.lab.figures import bars, matrix_heatmap
 from attnviz.lab.masks import MAX_BATCH, MAX_LEN, fully_masked_row_behaviours, future_leak, masked_batch
-from attnviz.ui.lab import (int_list_input, keep_choice, keep_in_range, lab_header, lecture_nav,
-                                    show_figure, stop_page)
+from attnviz.ui.lab import int_list_input, keep_choice, lab_header, lecture_nav, stop_page
+from attnviz.ui.figure import show_figure
+from attnviz.ui.numbers import number_box
 from attnviz.ui.share import bind
 
 bind({"masks_lengths": str, "masks_padto": int, "masks_kind": str, "masks_seq": int})
@@ -28,8 +29,7 @@ with c1:
                              help=f"Up to {MAX_BATCH} sequences, comma-separated. A length of 0 is an empty "
                                   "sequence: all its rows are fully masked.")
 with c2:
-    keep_in_range("masks_padto", 1, MAX_LEN, 5)
-    pad_to = st.number_input("Padded length", min_value=1, max_value=MAX_LEN, key="masks_padto",
+    pad_to = number_box(st, "Padded length", 1, MAX_LEN, 5, key="masks_padto",
                              help="The batch is padded to this length; no sequence may be longer.")
 with c3:
     keep_choice("masks_kind", KINDS, KINDS[0])
@@ -50,13 +50,13 @@ labels = [f"t{j + 1}" + ("" if j < lengths[seq] else " pad") for j in range(n)]
 a, m, w = st.columns(3)
 with a:
     show_figure(matrix_heatmap(b.mask[seq].astype(float), labels, labels, title="Mask (1 = may attend)",
-                               colorscale="Greys", zmin=0, zmax=1.6, digits=0), key="masks_fig_mask")
+                               colorscale="Greys", zmin=0, zmax=1.6, digits=0), key="masks_fig_mask", toolbar=False)
 with m:
     show_figure(matrix_heatmap(b.masked_scores[seq], labels, labels, title="Scores after masking",
-                               colorscale="Greys", digits=2), key="masks_fig_scores")
+                               colorscale="Greys", digits=2), key="masks_fig_scores", toolbar=False)
 with w:
     show_figure(matrix_heatmap(b.weights[seq], labels, labels, title="Weights (rows sum to 1 or 0)",
-                               zmin=0, zmax=1, digits=3), key="masks_fig_weights")
+                               zmin=0, zmax=1, digits=3), key="masks_fig_weights", toolbar=False)
 st.caption("Scores are random but fixed (a seeded example); blank cells are −∞. Rows are queries, columns keys.")
 
 empty = [(s_, i) for s_, i in b.fully_masked_rows if s_ == seq]
@@ -87,8 +87,8 @@ l, r = st.columns(2)
 with l:
     show_figure(bars(pos, {"with causal mask": leak.change_with_mask, "without mask": leak.change_without_mask},
                      "How far each output moves when only t6 changes", "‖Δ output‖", digits=3),
-                key="masks_fig_leak")
+                key="masks_fig_leak", toolbar=False)
 with r:
     show_figure(bars(pos, {"without mask": leak.weight_on_future}, "Weight each query puts on future tokens",
-                     "weight on keys j > i", digits=3, y_range=(0, 1.1)), key="masks_fig_future")
+                     "weight on keys j > i", digits=3, y_range=(0, 1.1)), key="masks_fig_future", toolbar=False)
 lecture_nav(PAGE)

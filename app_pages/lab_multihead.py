@@ -4,8 +4,9 @@ import streamlit as st
 from attnviz.errors import BadInput
 from attnviz.lab.figures import head_split, matrix_heatmap
 from attnviz.lab.multihead import head_dim, multi_head_attention, random_params, token_embeddings
-from attnviz.ui.lab import (keep_choice, keep_in_range, keep_text, lab_header, lecture_nav, show_figure,
-                                    stop_page)
+from attnviz.ui.lab import keep_choice, keep_text, lab_header, lecture_nav, stop_page
+from attnviz.ui.figure import show_figure
+from attnviz.ui.numbers import number_box
 from attnviz.ui.share import bind
 from attnviz.units import count_text
 
@@ -22,18 +23,15 @@ patterns differ by chance, not by learned roles.
 """)
 
 keep_text("mh_text", "the cat sat on the mat", 200)
-keep_in_range("mh_dmodel", 1, 512, 16)
-keep_in_range("mh_heads", 1, 16, 4)
-keep_in_range("mh_seed", 0, 9999, 0)
 c1, c2, c3, c4 = st.columns([3, 1, 1, 1])
 with c1:
     text = st.text_input("Tokens (space-separated)", key="mh_text", max_chars=200)
 with c2:
-    d_model = st.number_input("d_model", min_value=1, max_value=512, key="mh_dmodel")
+    d_model = number_box(st, "d_model", 1, 512, 16, key="mh_dmodel")
 with c3:
-    n_heads = st.number_input("heads h", min_value=1, max_value=16, key="mh_heads")
+    n_heads = number_box(st, "heads h", 1, 16, 4, key="mh_heads")
 with c4:
-    seed = st.number_input("seed", min_value=0, max_value=9999, key="mh_seed")
+    seed = number_box(st, "seed", 0, 9999, 0, key="mh_seed")
 tokens = text.split()
 if not tokens:
     st.warning("Type at least one token.")
@@ -60,7 +58,7 @@ params = random_params(dm, h, n_kv, seed=int(seed))
 s = multi_head_attention(x, x, params, h)
 
 st.subheader("1 · Split d_model into heads")
-show_figure(head_split(dm, h), key="mh_fig_split")
+show_figure(head_split(dm, h), key="mh_fig_split", toolbar=False)
 st.markdown(f"d_head = {dm} / {h} = **{d_head}**. Shapes: X is {len(tokens)} × {dm}; Q = X W_Qᵀ is {len(tokens)} × {h * d_head}, "
             f"reshaped to {h} heads × {count_text(len(tokens))} tokens × {d_head}. K and V have {n_kv} head(s) "
             f"({n_kv * d_head} columns); each serves {h // n_kv} query head(s). "
@@ -75,7 +73,7 @@ for start in range(0, h, per_row):
         with col:
             show_figure(matrix_heatmap(s.weights[i], tokens, tokens, title=f"head {i + 1} (KV head {i // (h // n_kv) + 1})",
                                        zmin=0, zmax=1, digits=2, show_text=len(tokens) <= 6 and per_row <= 3,
-                                       height=125 + 34 * len(tokens)), key=f"mh_fig_head_{i}")
+                                       height=125 + 34 * len(tokens)), key=f"mh_fig_head_{i}", toolbar=False)
 st.caption("Rows are queries, columns keys; hover a cell for its weight. Repeated words keep separate rows.")
 
 st.subheader("3 · Concatenate the heads, then mix with W_O")
@@ -85,11 +83,11 @@ with left:
     show_figure(
                 matrix_heatmap(s.concat, tokens, [f"h{i // d_head + 1}.{i % d_head}" for i in range(h * d_head)],
                                colorscale="RdBu", zmid=0, digits=2),
-                key="mh_fig_concat")
+                key="mh_fig_concat", toolbar=False)
 with right:
     st.markdown(f"**Output = Concat · W_Oᵀ + b**: {len(tokens)} × {dm}")
     show_figure(matrix_heatmap(s.output, tokens, [f"d{j}" for j in range(dm)], colorscale="RdBu", zmid=0, digits=2),
-                key="mh_fig_out")
+                key="mh_fig_out", toolbar=False)
 st.markdown("The concatenation only places the heads' results next to each other (the column colours of step 1); "
             "W_O is what lets the heads' findings mix. Without it, head 1 could only ever write to the first "
             f"{d_head} columns.")

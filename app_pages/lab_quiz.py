@@ -14,7 +14,9 @@ from attnviz.lab.mistakes import MISTAKES, inverted_padding, rank_collapse, rati
 from attnviz.lab.multihead import head_dim
 from attnviz.lab.quiz import QUESTIONS, arrange, check, score
 from attnviz.lab.scaling import saturation_row
-from attnviz.ui.lab import keep_in_range, lab_header, lecture_nav, show_figure
+from attnviz.ui.lab import lab_header, lecture_nav
+from attnviz.ui.figure import show_figure
+from attnviz.ui.numbers import number_box
 from attnviz.ui.share import bind
 from attnviz.units import human_bytes
 
@@ -66,13 +68,11 @@ def demo(key: str) -> None:
         leak = future_leak(6)
         show_figure(bars([f"t{j + 1}" for j in range(6)], {"with causal mask": leak.change_with_mask,
                                                            "without": leak.change_without_mask},
-                         "Change only t6: how far each output moves", "‖Δ output‖", digits=3), key="quiz_fig_causal")
+                         "Change only t6: how far each output moves", "‖Δ output‖", digits=3), key="quiz_fig_causal", toolbar=False)
     elif key == "divisible":
         c1, c2 = st.columns(2)
-        keep_in_range("quiz_dmodel", 1, 4096, 256)
-        keep_in_range("quiz_heads", 1, 256, 6)
-        d = c1.number_input("d_model", 1, 4096, key="quiz_dmodel")
-        h = c2.number_input("n_heads", 1, 256, key="quiz_heads")
+        d = number_box(c1, "d_model", 1, 4096, 256, key="quiz_dmodel")
+        h = number_box(c2, "n_heads", 1, 256, 6, key="quiz_heads")
         try:
             st.success(f"d_head = {head_dim(int(d), int(h))}: fine.")
         except BadInput as e:
@@ -80,14 +80,14 @@ def demo(key: str) -> None:
     elif key == "residual":
         rc = rank_collapse(8)
         show_figure(lines(list(range(9)), rc, "Spread of the token vectors through 8 attention layers", "layer",
-                          "mean distance to the mean token", log_y=True), key="quiz_fig_residual")
+                          "mean distance to the mean token", log_y=True), key="quiz_fig_residual", toolbar=False)
         st.caption("Each attention layer replaces every token by an average of tokens; stacked without the "
                    "residual x + attn(x), the tokens collapse onto one vector within a few layers.")
     elif key == "mask_sign":
         w = inverted_padding((4,), 6)
         show_figure(bars(["t1", "t2", "t3", "t4", "pad", "pad"], {"correct mask": w["correct"], "sign flipped": w["flipped"]},
                          "Weights of query t1 (4 real tokens, 2 padding)", "weight", digits=3, y_range=(0, 1.1)),
-                    key="quiz_fig_sign")
+                    key="quiz_fig_sign", toolbar=False)
     elif key == "no_scale":
         r = saturation_row(512)
         st.markdown(f"At d_k = 512 over 16 keys: largest weight **{r.max_weight_raw:.3f}** unscaled vs "

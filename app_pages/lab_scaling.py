@@ -5,7 +5,8 @@ import streamlit as st
 from attnviz.errors import BadInput
 from attnviz.lab.figures import lines, score_histograms
 from attnviz.lab.scaling import D_K_GRID, ScalingConfig, dot_products, saturation_row
-from attnviz.ui.lab import keep_choice, lab_header, lecture_nav, show_figure, stop_page
+from attnviz.ui.lab import keep_choice, lab_header, lecture_nav, stop_page
+from attnviz.ui.figure import show_figure
 from attnviz.ui.share import bind
 from attnviz.ui.cache import scaling_sweep
 from attnviz.units import count_text
@@ -42,7 +43,7 @@ except BadInput as e:
 st.subheader(f"Spread of q·k at d_k = {d_k}")
 left, right = st.columns([3, 2])
 with left:
-    show_figure(score_histograms(raw, d_k), key="scaling_hist")
+    show_figure(score_histograms(raw, d_k), key="scaling_hist", toolbar=False)
 with right:
     st.markdown(f"""
 | at d_k = {d_k} | unscaled | ÷ √d_k |
@@ -62,14 +63,14 @@ a, b, c = st.columns(3)
 with a:
     show_figure(lines(xs, {"unscaled": [r.max_weight_raw for r in sweep], "÷ √d_k": [r.max_weight_scaled for r in sweep]},
                       "Largest weight (1 = one-hot)", "d_k", "mean max weight", log_x=True, marker_x=d_k),
-                key="scaling_fig_max")
+                key="scaling_fig_max", toolbar=False)
 with b:
     show_figure(lines(xs, {"unscaled": [r.entropy_raw for r in sweep], "÷ √d_k": [r.entropy_scaled for r in sweep]},
                       f"Entropy (ln {n_keys} = {np.log(n_keys):.2f} is uniform)", "d_k", "nats", log_x=True,
-                      marker_x=d_k), key="scaling_fig_entropy")
+                      marker_x=d_k), key="scaling_fig_entropy", toolbar=False)
 with c:
     show_figure(lines(xs, {"unscaled": [r.grad_raw for r in sweep], "÷ √d_k": [r.grad_scaled for r in sweep]},
-                      "Gradient size", "d_k", "‖Jacobian‖", log_x=True, marker_x=d_k), key="scaling_fig_grad")
+                      "Gradient size", "d_k", "‖Jacobian‖", log_x=True, marker_x=d_k), key="scaling_fig_grad", toolbar=False)
 st.markdown("""
 Without scaling, the largest weight creeps towards 1, the entropy towards 0 and the gradient towards 0 as
 d_k grows: the softmax **saturates**. With the 1/√d_k factor all three curves stay flat, so a head of width 64

@@ -8,8 +8,8 @@ from attnviz.lab import lookup as lk
 from attnviz.lab import worked_example as ex
 from attnviz.lab.figures import bars, lines, matrix_heatmap
 from attnviz.lab.matrix_text import format_number
-from attnviz.ui.lab import (keep_choice, lab_header, lecture_nav, matrix_editor, reset_button, show_figure,
-                                    stop_page)
+from attnviz.ui.lab import keep_choice, lab_header, lecture_nav, matrix_editor, reset_button, stop_page
+from attnviz.ui.figure import show_figure
 from attnviz.ui.share import bind
 
 bind({"temp_T": float, "temp_typed": str, "temp_row": int})
@@ -72,12 +72,12 @@ ks = [f"key {j + 1}" for j in range(k.shape[0])]
 left, right = st.columns(2)
 with left:
     show_figure(matrix_heatmap(s.weights, qs, ks, title=f"Weights at T = {format_number(T, 3)}", zmin=0, zmax=1),
-                key="temp_fig_weights")
+                key="temp_fig_weights", toolbar=False)
 with right:
     hard = (s1.scaled == s1.scaled.max(axis=1, keepdims=True)).astype(float)
     hard = hard / hard.sum(axis=1, keepdims=True)
     show_figure(matrix_heatmap(hard, qs, ks, title="The T → 0 limit: hard lookup (ties share)", zmin=0, zmax=1),
-                key="temp_fig_hard")
+                key="temp_fig_hard", toolbar=False)
 gap = np.abs(s.weights - hard).max()
 tied = [qs[i] for i in range(q.shape[0]) if (hard[i] > 0).sum() > 1]
 st.markdown(f"Largest difference from the hard lookup: **{gap:.4f}**. Output of query 1: "
@@ -92,7 +92,7 @@ r = st.selectbox("Follow one query across temperatures", range(q.shape[0]), form
 curve = lk.weights_vs_temperature(s1.scaled[r], GRID)
 show_figure(lines(GRID, {ks[j]: curve[:, j] for j in range(curve.shape[1])},
                   f"Weights of {qs[r]} as T changes (dotted line: the current T)", "T", "weight",
-                  log_x=True, marker_x=T), key="temp_fig_curve")
+                  log_x=True, marker_x=T), key="temp_fig_curve", toolbar=False)
 
 st.subheader("Attention as a soft dictionary lookup")
 st.markdown("""
@@ -110,7 +110,7 @@ res = lk.soft_lookup(np.array(query), temperature=T)
 left, right = st.columns([3, 2])
 with left:
     show_figure(bars(list(lk.ENTRIES), {"weight": res.weights}, f"Attention weights over the dictionary, T = {format_number(T, 3)}",
-                     "weight", y_range=(0, 1.15)), key="temp_fig_lookup")
+                     "weight", y_range=(0, 1.15)), key="temp_fig_lookup", toolbar=False)
 with right:
     st.metric("Attention returns (weighted lifespan)", f"{res.soft_value:.2f} years")
     st.metric(f"Hard lookup returns ({lk.ENTRIES[res.hard_index]})", f"{res.hard_value:.2f} years",

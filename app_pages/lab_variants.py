@@ -6,8 +6,9 @@ from attnviz.errors import BadInput
 from attnviz.lab import variants as va
 from attnviz.lab.figures import matrix_heatmap
 from attnviz.lab.multihead import multi_head_attention, random_params, token_embeddings
-from attnviz.ui.lab import (keep_in_range, keep_text, lab_header, lecture_nav, matrix_input, show_figure,
-                                    stop_page)
+from attnviz.ui.lab import keep_text, lab_header, lecture_nav, matrix_input, stop_page
+from attnviz.ui.figure import show_figure
+from attnviz.ui.numbers import number_box
 from attnviz.ui.share import bind
 
 bind({"var_da": int, "var_seed": int, "var_src": str, "var_tgt": str})
@@ -29,10 +30,8 @@ with c1:
 with c2:
     s = matrix_input("Decoder states s (one target step per row)", va.DECODER_STATES, "var_s")
 with c3:
-    keep_in_range("var_da", 1, 64, 2)
-    keep_in_range("var_seed", 0, 9999, 0)
-    d_a = st.number_input("d_a (alignment width)", 1, 64, key="var_da")
-    seed = st.number_input("seed", 0, 9999, key="var_seed")
+    d_a = number_box(st, "d_a (alignment width)", 1, 64, 2, key="var_da")
+    seed = number_box(st, "seed", 0, 9999, 0, key="var_seed")
 if h is None or s is None:
     stop_page(PAGE)
 d_s, d_h = s.shape[1], h.shape[1]
@@ -51,7 +50,7 @@ for col, variant in zip(cols, va.VARIANTS):
             w = None
         if w is not None:
             show_figure(matrix_heatmap(w, tgt, src, title=va.LABELS[variant].split(":")[0], zmin=0, zmax=1, digits=3),
-                        key=f"var_fig_{variant}")
+                        key=f"var_fig_{variant}", toolbar=False)
             st.caption(va.LABELS[variant].split(": ")[1])
     rows.append({"score": va.LABELS[variant], "learned parameters": va.n_params(variant, d_s, d_h, int(d_a)),
                  f"multiply-adds for all {len(s)} × {len(h)} pairs": va.cost_madds(variant, len(s), len(h), d_s, d_h, int(d_a))})
@@ -93,7 +92,7 @@ panels = [
 for col, (title, w, r, c) in zip(st.columns(3), panels):
     with col:
         show_figure(matrix_heatmap(w, r, c, title=title, zmin=0, zmax=1, digits=2, show_text=max(len(r), len(c)) <= 6),
-                    key=f"var_fig_{title.split()[0].lower()}")
+                    key=f"var_fig_{title.split()[0].lower()}", toolbar=False)
 st.caption("One random head (seeded); rows are queries, columns keys. Note the shapes: self and causal are square, "
            "cross is target length × source length, and causal is zero above the diagonal.")
 lecture_nav(PAGE)

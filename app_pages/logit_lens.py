@@ -18,7 +18,7 @@ page_intro("Logit lens",
     "against every token of the vocabulary), then a softmax. Row by row you see the guess form.")
 
 bind(ll.KEYS)
-key, text, max_tokens, tokens = ll.causal_of_sidebar()
+request, tokens = ll.causal_of_sidebar()
 n = len(tokens)
 
 st.subheader("Every layer's guess")
@@ -43,7 +43,7 @@ p1, p2 = st.columns([3, 1])
 pos = token_picker(tokens, ll.POSITION, label="Position", default=n - 1, container=p1,
                    help="The input token whose next-token guesses are followed through the layers.")
 log = p2.toggle("Log scale", key=ll.LOG, help="Probabilities on a log axis: small early-layer values become visible.")
-lens = ll.lens_at(key, text, max_tokens, [*range(start, stop), pos])
+lens = ll.lens_at(request, [*range(start, stop), pos])
 n_states, j = lens.n_states, lens.index(pos)
 with table:
     show_figure(lens_heatmap(lens, start, DEFAULT_WINDOW, top_k=k), key="ll_table")

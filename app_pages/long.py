@@ -1,7 +1,9 @@
 """Long inputs page: thousands of tokens on a real LLM, maps on demand, the pooled grid, attention sinks."""
 import streamlit as st
 
-from attnviz.ui import long as lg
+from attnviz.types import Request
+from attnviz.ui.heads import head_picker
+from attnviz.ui.long import inputs, recording, sinks, views
 from attnviz.ui.page import stop
 from attnviz.ui.present import page_intro
 from attnviz.ui.share import bind
@@ -14,22 +16,23 @@ page_intro("Long inputs",
     "grid, distances, sink mass) are computed block by block during the pass. A model whose queries and keys "
     "cannot be recorded is shown from its dense weights, up to 512 tokens, in the same views.")
 
-bind(lg.KEYS)
-key, loaded = lg.model()
-lg.context_note(loaded)
+bind(inputs.KEYS)
+key, loaded = inputs.model()
+inputs.context_note(loaded)
 
 st.subheader("Text and length")
-text = lg.text_source()
+text = inputs.text_source()
 if text is None:
     stop()
-picked = lg.length_picker(loaded, text)
+picked = inputs.length_picker(loaded, text)
 if picked is None:
     stop()
 limit, n = picked
-rec = lg.record_panel(key, loaded, text, limit, n)
+request = Request(key, text, None, limit)
+rec = recording.record_panel(request, loaded, n)
 if rec is None:
     stop()
-lg.summary_line(rec)
+recording.summary_line(rec)
 
 st.subheader("Every head, pooled")
 c1, c2 = st.columns([1, 3])
@@ -40,36 +43,36 @@ c2.caption("A recording at thousands of tokens cannot send every weight to the b
            "into tiles, and each tile shows one number. Heads sharing a key/value head stand together, with a wider "
            "gap between groups.")
 layer_head = (st.session_state.get("lg_layer"), st.session_state.get("lg_head"))
-lg.grid(rec, how, layer_head if None not in layer_head else None)
+views.grid(rec, how, layer_head if None not in layer_head else None)
 
 st.subheader("One head: overview and exact zoom")
-layer, head = lg.head_picker(rec.la)
-lg.head_view(rec, layer, head, how)
+layer, head = head_picker(rec.la.n_layers, rec.la.n_heads, "lg")
+views.head_view(rec, layer, head, how)
 
 tabs = st.tabs(["Token focus", "Top-k lines", "Distance", "Sinks and windows"])
 with tabs[0]:
     st.markdown("One query's attention over the **whole** document, exact: its row of the map is recomputed "
                 "from the recorded query and keys (one row costs a few milliseconds even at 8,192 tokens).")
-    lg.token_focus(rec, layer, head)
+    views.token_focus(rec, layer, head)
 with tabs[1]:
     st.markdown("A dense map of thousands of queries is unreadable; its **heaviest few keys per query** are "
                 "not. For a range of queries, each row keeps its top k keys (computed exactly, row block by block).")
-    lg.top_k_view(rec, layer, head)
+    views.top_k_view(rec, layer, head)
 with tabs[2]:
     st.markdown("How much weight goes how far back: the **attention-vs-distance profile** of each head of the "
                 "chosen layer (left) and of each layer averaged over its heads (right), summed block by block "
                 "during the recording pass.")
-    lg.profiles(rec, layer)
+    views.profiles(rec, layer)
 with tabs[3]:
     st.markdown("**Attention sinks.** Many heads of causal LLMs put a large share of their weight on the "
                 "first token, whatever it is. Softmax must give its weight to *some* key, and a head with "
                 "nothing useful to read parks it there: the first token is seen by every query, so it becomes a "
                 "cheap place to dump weight (Xiao et al., 2023, *Efficient Streaming Language Models with "
                 "Attention Sinks*).")
-    lg.sink_mass(rec)
+    views.sink_mass(rec)
     st.markdown("**Local and global layers.** Some models (Mistral, Gemma, gpt-oss) let some layers see only a "
                 "sliding window of recent keys; their config says which.")
-    lg.window_pattern(rec)
+    views.window_pattern(rec)
 
 st.subheader("Attention sinks, live")
 st.markdown("StreamingLLM's experiment on the loaded model: read the text with a KV cache of fixed size. A "
@@ -77,4 +80,4 @@ st.markdown("StreamingLLM's experiment on the loaded model: read the text with a
             "the window is full: the heads that parked their weight on the first tokens lose their sink and "
             "spread it over the wrong keys. Keeping just the **first 4 tokens** beside the window (same cache "
             "size) brings the loss back near the full cache's. Slow: three passes over the text, with progress.")
-lg.sinks_live(key, loaded, text, limit, n, rec)
+sinks.sinks_live(request, loaded, n, rec)

@@ -9,7 +9,7 @@ from attnviz.query_key.qk import query_row, top_keys
 from attnviz.ui import metrics as aw
 from attnviz.ui.figure import show_figure
 from attnviz.ui.cache import get_query_key
-from attnviz.ui.query_key import head_choice
+from attnviz.ui.heads import head_picker
 from attnviz.ui.share import bind
 from attnviz.ui.present import page_intro
 from attnviz.ui.page import stop as stop_page
@@ -35,10 +35,9 @@ st.page_link("app_pages/lab_steps.py", label="The same steps on a 3-token toy ex
 
 aw.require_hf_model("The query · key view")
 result = require_result()
-key_, text, pair = aw.sidebar_inputs()
 try:
     with st.spinner("Recording queries and keys…"):
-        qk = get_query_key(key_, text, pair, None)
+        qk = get_query_key(aw.sidebar_request())
 except AttnvizError as e:
     st.warning(str(e))
     stop_page()
@@ -49,7 +48,7 @@ if qk.seq_len != result.seq_len:
     stop_page()
 tokens, n = result.tokens, result.seq_len
 
-layer, head = head_choice(qk.n_layers, qk.n_heads)
+layer, head = head_picker(qk.n_layers, qk.n_heads, "qk")
 words = [i for i in range(n) if not result.special_mask[i] and any(c.isalnum() for c in tokens[i])]
 default_query = words[-1] if words else n - 1  # the last word (punctuation and [SEP] are less telling)
 if st.session_state.get("qk_query") not in range(n):

@@ -3,6 +3,7 @@ import streamlit as st
 
 from attnviz.errors import AttnvizError
 from attnviz.ui import training as tw
+from attnviz.ui import vision
 from attnviz.ui.share import bind
 from attnviz.ui.present import page_intro
 from attnviz.ui.tour import tour
@@ -19,19 +20,21 @@ page_intro("Training evolution",
 
 tour("training")
 
-SOURCES = ["Toy task", "Fine-tune BERT", "Checkpoint series", "Run file"]
+SOURCES = ["Toy task", "Images (ViT)", "Fine-tune BERT", "Checkpoint series", "Run file"]
 bind({"tr_source": str})
 if st.session_state.get("tr_source") not in SOURCES:
     st.session_state["tr_source"] = SOURCES[0]
 source = st.segmented_control("What to watch", SOURCES, key="tr_source",
-                              help="Toy task: train a small transformer here. Fine-tune BERT: adapt the packaged "
-                                   "MiniLM. Checkpoint series: saved models loaded in turn. Run file: open a saved run.")
+                              help="Toy task: train a small transformer here. Images (ViT): a vision transformer on "
+                                   "images. Fine-tune BERT: adapt the packaged MiniLM. Checkpoint series: saved models loaded in turn. Run file: open a saved run.")
 source = source or SOURCES[0]
 tw.show_job_error()
 
 slot = None
 if source == "Toy task":
     slot = tw.toy_controls()
+elif source == "Images (ViT)":
+    slot = vision.training_controls(tw.start, tw.job_of, tw.runs)
 elif source == "Fine-tune BERT":
     slot = tw.finetune_controls()
 elif source == "Checkpoint series":

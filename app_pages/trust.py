@@ -18,8 +18,8 @@ page_intro("Trust the view?",
     "(Adebayo et al. 2018)."
 )
 
-result, key, text, pair = aw.hf_inputs("Trust the view")
-settings = ua.controls(key, text, pair)
+result, request = aw.hf_inputs("Trust the view")
+settings = ua.controls(request)
 if settings is None:
     stop_page()
 ua.run_controls(settings)

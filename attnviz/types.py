@@ -1,4 +1,5 @@
-"""The records that flow through attnviz: a loaded model with its facts, and one AttentionResult per input."""
+"""The records that flow through attnviz: a loaded model with its facts, a request (model, text, pair, token
+limit) and one AttentionResult per input."""
 from __future__ import annotations
 
 import threading
@@ -67,6 +68,20 @@ class LoadedModel:
     # one forward pass at a time per model: concurrent sessions must not oversubscribe cores.
     # Re-entrant, so code holding it may call extract() (which takes it too) without deadlock.
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
+
+
+@dataclass(frozen=True)
+class Request:
+    """One input to run a model on: the key of its result and of everything computed from that result."""
+
+    model: str  # registry key, hub id or folder
+    text: str
+    pair: str | None = None  # the second sentence of a pair, or None
+    max_tokens: int | None = None  # the token limit; None: the dense pages' limit
+
+    def with_limit(self, max_tokens: int | None) -> "Request":
+        """The same input under another token limit."""
+        return Request(self.model, self.text, self.pair, max_tokens)
 
 
 @dataclass(frozen=True)

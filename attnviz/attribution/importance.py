@@ -55,9 +55,12 @@ class Context:
         if "attention" not in self._cache:
             import torch
 
+            from attnviz.models.adapter import run
+
             s = self.scorer
             with s.lock, torch.inference_mode():
-                out = s.model(inputs_embeds=s.embeds, **s.kwargs(1), output_attentions=True, return_dict=True)
+                out, _ = run(s.runner, {"inputs_embeds": s.embeds, **s.kwargs(1)}, part=s.part,
+                             output_attentions=True)
             if not out.attentions or any(a is None for a in out.attentions):
                 raise Skipped("the model returned no attention weights (it must run with eager attention)")
             self._cache["attention"] = np.stack([a[0].float().numpy() for a in out.attentions])
@@ -131,21 +134,13 @@ def _contributions(ctx: Context):
     """Value-weighted attention and ALTI of every layer of `ctx.model` on the scored input (attnviz.contrib),
     computed once; Skipped with the reason for a model whose blocks the maths does not cover."""
     if "contributions" not in ctx._cache:
-        import torch
-
         from attnviz.contrib.decompose import decompose
         from attnviz.contrib.parts import record
         from attnviz.errors import BadInput
 
-        s, facts = ctx.scorer, ctx.loaded.facts
-
-        def forward():
-            out = s.model(inputs_embeds=s.embeds, **s.kwargs(1), output_attentions=True, return_dict=True)
-            return out, out.attentions
-
+        s = ctx.scorer
         try:
-            with s.lock, torch.inference_mode():
-                _, layers = record(s.model, forward, facts.n_layers, facts.n_heads)
+            _, layers = record(s.runner, {"inputs_embeds": s.embeds, **s.kwargs(1)}, part=s.part)
         except BadInput as e:
             raise Skipped(str(e)) from e
         ctx._cache["contributions"] = decompose(layers)

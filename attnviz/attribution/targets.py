@@ -11,6 +11,8 @@ import numpy as np
 
 from attnviz.errors import BadInput
 from attnviz.extract import Encoded, encode
+from attnviz.models import adapter
+from attnviz.types import LoadedModel
 from attnviz.units import count_text
 
 # Target kinds: key -> (label for the picker, which model kinds have it).
@@ -71,6 +73,10 @@ class Scorer:
     fn: Callable  # (inputs_embeds (batch, n, d), extra expanded to batch) -> (batch,)
     ids: tuple = ()  # the token ids scored (the [MASK] in place for the masked-token target)
     lock: Any = field(default_factory=threading.RLock, repr=False)
+    # the LoadedModel the model adapter runs (its model holds `model`; its lock is `lock`) and which part of it
+    # ("model", or "base" for the encoder under a task head)
+    runner: Any = None
+    part: str = "model"
     # torch float32 (1, n, d): what a removed token becomes and where integrated gradients start;
     # None = zero embeddings (see neutral_baseline)
     baseline: Any = None
@@ -191,12 +197,24 @@ def _mean_pool(hidden, attention_mask):
     return (hidden * m).sum(1) / m.sum(1).clamp_min(1e-9)
 
 
-def _sentence_embedding(model, enc: Encoded):
+def _forward(runner, inputs: dict, part: str = "model", **kwargs):
+    """The model's output on keyword `inputs`, through the model adapter, in the caller's autograd mode."""
+    return adapter.run(runner, inputs, part=part, grad=None, **kwargs)[0]
+
+
+def _sentence_embedding(runner, enc: Encoded, part: str):
     import torch
 
     with torch.no_grad():
-        out = model(**{k: v for k, v in enc.inputs.items()}, return_dict=True)
+        out = _forward(runner, enc.inputs, part)
         return _mean_pool(out.last_hidden_state.float(), enc.inputs["attention_mask"])[0]  # (d,)
+
+
+def _runner(loaded, model, lock=None) -> LoadedModel:
+    """`model` (the loaded model or a masked-LM sibling) as a LoadedModel the adapter can run, under `lock`."""
+    if model is loaded.model and lock in (None, loaded.lock):
+        return loaded
+    return LoadedModel(loaded.key, model, loaded.tokenizer, loaded.facts, lock=lock or loaded.lock)
 
 
 def _extra(model, inputs: dict) -> dict:
@@ -268,8 +286,8 @@ def make_target(loaded, enc: Encoded, kind: str, position: int | None = None, to
         model = mlm if mlm is not None else load_masked_lm(loaded)
         inputs = _masked(enc, position, _mask_id(tok)).inputs
     if token_id is None:
-        with loaded.lock, torch.no_grad():
-            logits = model(**inputs, return_dict=True).logits  # (1, n, vocab)
+        with torch.no_grad():
+            logits = _forward(_runner(loaded, model), inputs).logits  # (1, n, vocab)
         token_id = int(logits[0, position].argmax())
     piece = _piece(tok, token_id)
     if kind == NEXT_TOKEN:
@@ -328,27 +346,27 @@ def make_scorer(loaded, enc: Encoded, target: Target, model=None, lock=None) -> 
     tok = loaded.tokenizer
     if target.kind == MASKED_TOKEN:
         enc = _masked(enc, target.position, _mask_id(tok))
-    run = model
+    runner = _runner(loaded, model, lock)
+    part, run = "model", model
     if target.pooled:
-        run = _base(model)
+        part, run = "base", _base(model)
         if target.kind == SIMILARITY_PAIR:
             ref_enc = encode(loaded, target.second)
         else:
             ref_enc = _masked(enc, target.position, _mask_id(tok))
-        with (lock or loaded.lock):
-            reference = _sentence_embedding(run, ref_enc)  # (d,)
+        reference = _sentence_embedding(runner, ref_enc, part)  # (d,)
     extra = _extra(run, enc.inputs)
     embeds = _word_embeddings(run, enc.inputs["input_ids"])
     pos, tid = target.position, target.token_id
 
     if target.pooled:
         def fn(x, kw):
-            hidden = run(inputs_embeds=x, **kw, return_dict=True).last_hidden_state  # (b, n, d)
+            hidden = _forward(runner, {"inputs_embeds": x, **kw}, part).last_hidden_state  # (b, n, d)
             pooled = _mean_pool(hidden.float(), kw["attention_mask"])  # (b, d)
             return torch.nn.functional.cosine_similarity(pooled, reference[None].to(pooled.dtype), dim=-1)
     else:
         def fn(x, kw):
-            logits = run(inputs_embeds=x, **kw, return_dict=True).logits  # (b, n, vocab)
+            logits = _forward(runner, {"inputs_embeds": x, **kw}, part).logits  # (b, n, vocab)
             return logits[:, pos, tid].float()
 
     baseline, label = None, ZERO_BASELINE
@@ -356,7 +374,7 @@ def make_scorer(loaded, enc: Encoded, target: Target, model=None, lock=None) -> 
         baseline, label = neutral_baseline(run, tok, enc, embeds)
     return Scorer(target=target, model=run, embeds=embeds, extra=extra,
                   candidates=_candidates(enc, target.kind, pos), fn=fn, ids=tuple(int(i) for i in enc.ids),
-                  lock=lock or loaded.lock, baseline=baseline, baseline_label=label)
+                  lock=lock or loaded.lock, runner=runner, part=part, baseline=baseline, baseline_label=label)
 
 
 def check_text(text: str | None) -> None:

@@ -1,34 +1,29 @@
 """Contributions figures: contrib_ratio_512 = value-weighted attention + mixing
 ratios + ALTI for every layer at 512 tokens on the default model, over one eager forward with
 attentions (the maths on the recorded block parts); contrib_total_ratio_512 = the whole
-contributions() call (its own hooked forward included) over the same forward."""
+contributions() call (its own recorded forward included) over the same forward."""
 from __future__ import annotations
 
 from attnviz.bench import seconds
 
 
 def figures(quick: bool = False) -> dict[str, float]:
-    import torch
-
     from attnviz.contrib.compute import contributions
     from attnviz.contrib.decompose import decompose
     from attnviz.contrib.parts import record
     from attnviz.examples import long_text
     from attnviz.extract import encode
     from attnviz.models import load_model
+    from attnviz.models.adapter import run
 
     loaded = load_model("minilm")
     text = long_text() * 2
     e = encode(loaded, text, max_tokens=512)
-    facts = loaded.facts
 
     def forward():
-        with loaded.lock, torch.inference_mode():
-            out = loaded.model(**e.inputs, output_attentions=True, return_dict=True)
-        return out, out.attentions
+        return run(loaded, e.inputs, output_attentions=True)[0]
 
-    with loaded.lock:
-        _, layers = record(loaded.model, forward, facts.n_layers, facts.n_heads)
+    _, layers = record(loaded, e.inputs)
     forward(), decompose(layers)  # warm up
     repeats = 3 if quick else 7
     # interleaved, best of each: the 2 cores are shared, and the minimum is the least disturbed run

@@ -12,8 +12,8 @@ from dataclasses import replace
 
 import numpy as np
 
+from attnviz.contrib import parts
 from attnviz.contrib.decompose import Contributions, decompose, rows_normalised
-from attnviz.contrib.parts import family_of, record
 from attnviz.errors import BadInput
 from attnviz.extract import encode
 from attnviz.types import AttentionResult
@@ -38,21 +38,9 @@ def contributions(loaded, text: str, text_pair: str | None = None, *, max_tokens
     """Contributions of every layer of `loaded` (a LoadedModel) on the text, encoded exactly as
     extract encodes it (for encoder-decoders: the encoder). Raises BadInput for a model whose
     blocks the maths does not cover (the message names the covered families)."""
-    import torch
-
-    family_of(loaded.model)  # a plain message before any work
+    parts.family_of(loaded.model)  # a plain message before any work
     e = encode(loaded, text, text_pair, max_tokens=max_tokens, decoder_text=decoder_text)
-    facts = loaded.facts
-
-    def forward():
-        out = loaded.model(**e.inputs, output_attentions=True, return_dict=True)
-        attentions = out.encoder_attentions if facts.kind == "encoder-decoder" else out.attentions
-        if not attentions or any(a is None for a in attentions):
-            raise BadInput("The model returned no attention weights, so contributions cannot be worked out.")
-        return None, attentions
-
-    with loaded.lock, torch.inference_mode():
-        _, layers = record(loaded.model, forward, facts.n_layers, facts.n_heads)
+    _, layers = parts.record(loaded, e.inputs)
     return decompose(layers)
 
 
@@ -61,15 +49,14 @@ def scratch_contributions(model, src_ids) -> Contributions:
     whole stack of a causal toy model)."""
     import torch
 
+    from attnviz.models.scratch import facts_for
+    from attnviz.types import LoadedModel
+
     src = torch.as_tensor(np.asarray(src_ids), dtype=torch.long)[None]
     was_training = model.training
     model.eval()
     try:
-        def forward():
-            _, selfs = model.encode(src)
-            return None, selfs
-
-        _, layers = record(model, forward, model.cfg.n_layers, model.cfg.n_heads)
+        _, layers = parts.record(LoadedModel("scratch", model, None, facts_for(model.cfg)), (src,), part="encoder")
     finally:
         model.train(was_training)
     return decompose(layers)

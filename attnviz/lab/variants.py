@@ -12,13 +12,10 @@ from attnviz.errors import BadInput
 # states are our own (d_s = 3), chosen so each one leans towards a different source state.
 ENCODER_STATES = np.array([[0.2, 0.5, -0.1], [0.8, -0.3, 0.4], [-0.1, 0.7, 0.6], [0.3, 0.1, -0.5]])
 DECODER_STATES = np.array([[0.4, -0.2, 0.7], [0.3, 0.6, -0.4], [0.9, -0.5, 0.2]])
-VARIANTS = ("bahdanau", "dot", "general", "concat")
-LABELS = {
-    "bahdanau": "Bahdanau (additive): vₐᵀ tanh(Wₐ s + Uₐ h)",
-    "dot": "Luong dot: sᵀ h",
-    "general": "Luong general: sᵀ Wₐ h",
-    "concat": "Luong concat: vₐᵀ tanh(Wₐ [s; h])",
-}
+# variant -> its label (with its formula); VARIANTS in this order
+LABELS = dict(bahdanau="Bahdanau (additive): vₐᵀ tanh(Wₐ s + Uₐ h)", dot="Luong dot: sᵀ h",
+              general="Luong general: sᵀ Wₐ h", concat="Luong concat: vₐᵀ tanh(Wₐ [s; h])")
+VARIANTS = tuple(LABELS)
 
 
 @dataclass(frozen=True)

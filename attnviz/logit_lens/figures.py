@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from attnviz.logit_lens.lens import LogitLens
-from attnviz.plotting import NO_SI, attach_numbers
+from attnviz.plotting import NO_SI, attach_numbers, csv_number
 
 # Positions shown at once in the table: 31 states x 32 positions x the top-5 hover stays ~200 KB.
 DEFAULT_WINDOW = 32
@@ -69,7 +69,7 @@ def lens_csv(lens: LogitLens, start: int, stop: int, k: int) -> str:
         for i in range(start, stop):
             nxt, j = (lens.tokens[i + 1] if i + 1 < lens.seq_len else ""), lens.index(i)
             for r in range(k):
-                w.writerow([s, i, lens.tokens[i], nxt, r + 1, lens.top_labels[s, j, r], f"{lens.top_probs[s, j, r]:.6g}"])
+                w.writerow([s, i, lens.tokens[i], nxt, r + 1, lens.top_labels[s, j, r], csv_number(lens.top_probs[s, j, r])])
     return out.getvalue()
 
 

@@ -7,6 +7,8 @@ import numpy as np
 
 from attnviz.errors import AttentionUnavailable, BadInput
 from attnviz.extract import display_tokens, encode
+from attnviz.models.adapter import run
+from attnviz.models.families import module
 from attnviz.types import LoadedModel, ModelFacts, Truncation
 from attnviz.units import count_text
 
@@ -17,10 +19,6 @@ MAX_TOP_K = 10
 CHUNK_FLOATS = 8_000_000
 # Values summed in float32 before the partial sums are added in float64 (_sum64).
 SUM_BLOCK = 256
-# Attribute names of the final norm on a causal LM's base model (or its .decoder):
-# Llama/Mistral/Qwen2/Gemma "norm", GPT-2/GPT-J/GPT-Neo "ln_f", OPT "final_layer_norm",
-# GPT-NeoX/Phi "final_layernorm"/"final_layer_norm", Mamba-like "norm_f".
-_NORM_NAMES = ("norm", "ln_f", "final_layer_norm", "final_layernorm", "norm_f", "ln_out")
 _KIND_NAMES = {"encoder": "an encoder", "encoder-decoder": "an encoder-decoder"}
 
 
@@ -105,16 +103,11 @@ class LogitLens:
 
 
 def _final_norm(model):
-    """The final norm module of a causal LM (found by name), or None."""
-    base = getattr(model, "base_model", None) or model
-    for holder in (base, getattr(base, "decoder", None), getattr(base, "model", None), model):
-        if holder is None:
-            continue
-        for name in _NORM_NAMES:
-            module = getattr(holder, name, None)
-            if module is not None and callable(module):
-                return module
-    return None
+    """The final norm module of a causal LM (from the family table), or None."""
+    try:
+        return module(model, "final_norm")
+    except BadInput:
+        return None
 
 
 def _sum64(a):
@@ -198,20 +191,25 @@ def logit_lens(loaded: LoadedModel, text: str, *, top_k: int = 5, max_tokens: in
         raise BadInput(f"The positions to read must lie between 0 and {n_text - 1} (the text has {count_text(n_text)} tokens).")
     n = len(read)
     unembed = _head(model, head, config)
-    with loaded.lock, torch.inference_mode():
-        kwargs = {}
-        try:  # only the last position's logits: the lens recomputes the rest chunk by chunk
-            import inspect
+    kwargs = {}
+    try:  # only the last position's logits: the lens recomputes the rest chunk by chunk
+        import inspect
 
-            if "logits_to_keep" in inspect.signature(model.forward).parameters:
-                kwargs["logits_to_keep"] = 1
-        except (TypeError, ValueError):
-            pass
-        out = model(**e.inputs, output_hidden_states=True, return_dict=True, **kwargs)
-        states = out.hidden_states
-        if not states:
-            raise AttentionUnavailable(f"{loaded.facts.name} returned no hidden states, so the logit lens "
+        if "logits_to_keep" in inspect.signature(model.forward).parameters:
+            kwargs["logits_to_keep"] = 1
+    except (TypeError, ValueError):
+        pass
+    with loaded.lock, torch.inference_mode():
+        # the residual stream entering block 0 (the embeddings), leaving every block, and after the final norm
+        out, rec = run(loaded, e.inputs, hooks=["blocks.0.hook_resid_pre", "blocks.*.hook_resid_post",
+                                                "ln_final.hook_normalized"], **kwargs)
+        n_blocks = sum(1 for name in rec.acts if name.endswith("hook_resid_post"))
+        if "ln_final.hook_normalized" not in rec or not n_blocks:
+            raise AttentionUnavailable(f"{loaded.facts.name} ran without passing its final norm, so the logit lens "
                                        "cannot read its layers.")
+        # S = n_blocks + 1 states: the embeddings, after each block but the last, and the model's own last state
+        states = ([rec["blocks.0.hook_resid_pre"]] + [rec[f"blocks.{i}.hook_resid_post"] for i in range(n_blocks - 1)]
+                  + [rec["ln_final.hook_normalized"]])
         sel = torch.from_numpy(read)
         hidden = [h[0, sel] for h in states]  # S x (m, d): the positions read
         own = out.logits[0, -1].float()  # (vocab,) the model's own last-position logits

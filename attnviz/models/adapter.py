@@ -27,6 +27,14 @@ Hook points (TransformerLens's names and layout). Block i of the encoder, or of 
     rec["blocks.0.attn.hook_pattern"]                                                # (1, head, n, n)
     with record(loaded, replace={"blocks.3.attn.hook_z": zero_head_5}) as rec:      # several forwards
         out = rec.forward(**inputs)                 # e.g. generation steps over a KV cache
+    out, rec = run_from(loaded, 3, resid, encoded.inputs)   # from block 3, given blocks.3.hook_resid_pre
+
+Models whose attention is computed in their own code (attnviz's toy model) have no q, k or pattern points; their
+blocks.{i}.attn.hook_v [batch, key_pos, kv_head, d_head] is read at the value projection's output.
+`grad`: True runs with gradients (kept tensors stay in the graph), False in inference mode, None in the caller's
+own autograd mode (a score function that a gradient method and a no_grad loop both call; a training step).
+`run_from` starts a forward at block i from the residual stream entering it: the blocks before it are not run
+(activation patching of the residual stream, layer by layer).
 
 `hooks` names the points kept in `rec` (exact names, or fnmatch patterns that may match nothing). `replace`
 maps names or patterns to a tensor (used instead of the activation) or to a function fn(activation, point) ->
@@ -44,7 +52,7 @@ module-level map from attention module to recording (no thread-local state)."""
 from __future__ import annotations
 
 import sys
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any, Callable
@@ -107,7 +115,7 @@ class HookPoint:
 class _Spec:
     """How one hook point is reached: a module, and where on it the activation is."""
 
-    kind: str  # resid_pre | resid_post | resid_mid_in | resid_mid_out | z | out | mlp | final | attention
+    kind: str  # resid_pre | resid_post | resid_mid_in | resid_mid_out | z | out | mlp | final | attention | value
     module: Any
     layer: int
     stack: str
@@ -166,6 +174,7 @@ class Recording:
         self.acts: dict[str, Any] = {}  # name -> tensor of the last forward
         self.calls: dict[str, AttentionCall] = {}  # "blocks.{i}.attn" -> that block's attention call, last forward
         self.n_heads = int(loaded.facts.n_heads)
+        self.d_head = int(loaded.facts.d_model) // self.n_heads
         self._attn_modules: dict[int, tuple] = {}  # id(attention module) -> (name, layer, stack)
         self._attn_points: dict[str, set] = {}  # "blocks.{i}.attn" -> hooked points among q, k, v, pattern
 
@@ -201,15 +210,15 @@ class Recording:
 
         model = self.loaded.model
         runner = {"model": model, "base": getattr(model, "base_model", model)}.get(part)
-        if part == "encoder":
-            runner = model.get_encoder()
+        if part == "encoder":  # transformers' encoder-decoders, or attnviz's toy model (its `encode`)
+            runner = model.get_encoder() if hasattr(model, "get_encoder") else model.encode
         if runner is None:
             raise ValueError(f"part must be 'model', 'base' or 'encoder', not {part!r}")
         if hasattr(model, "config"):  # transformers models: named outputs
             kwargs.setdefault("return_dict", True)
         self.acts.clear()
         self.calls.clear()
-        with torch.enable_grad() if self.grad else torch.inference_mode():
+        with _grad_mode(self.grad):
             return runner(*args, **kwargs)
 
     # ---- what the hooks do
@@ -226,7 +235,7 @@ class Recording:
                         raise _shape_error(name, new.shape, x.shape) from None
                 x = new.to(x.dtype)
         if name in self.keep:
-            self.acts[name] = x if self.grad else x.detach()
+            self.acts[name] = x if _keeps_graph(self.grad) else x.detach()
         return x
 
     def _attention(self, module, query, key, value, mask, scaling, dropout, kwargs):
@@ -282,6 +291,21 @@ class Recording:
         return torch.matmul(into, value).transpose(1, 2).contiguous(), into  # (B, T_q, H, d)
 
 
+def _grad_mode(grad: bool | None):
+    """The autograd mode of a forward: gradients (True), inference mode (False), the caller's own mode (None)."""
+    import torch
+
+    if grad is None:
+        return nullcontext()
+    return torch.enable_grad() if grad else torch.inference_mode()
+
+
+def _keeps_graph(grad: bool | None) -> bool:
+    import torch
+
+    return bool(grad) or (grad is None and torch.is_grad_enabled())
+
+
 def _named(point: HookPoint, what: str) -> HookPoint:
     """The point of the attention call `point` for one of q, k, v, pattern."""
     return HookPoint(f"{point.name}.hook_{what}", point.layer, point.stack, point.call)
@@ -318,6 +342,8 @@ def hook_points(loaded, fam: Family | None = None) -> dict[str, _Spec]:
             if (m := at(s.attention)) is not None:
                 for what in _ATTENTION_POINTS:
                     out[f"{p}.attn.hook_{what}"] = _Spec("attention", m, i, s.prefix)
+            elif (m := at(s.v)) is not None:  # attention computed in the model's own code: v from its projection
+                out[f"{p}.attn.hook_v"] = _Spec("value", m, i, s.prefix)
             if (m := at(s.cross_attention)) is not None:
                 for what in _ATTENTION_POINTS:
                     out[f"{p}.cross_attn.hook_{what}"] = _Spec("attention", m, i, s.prefix)
@@ -386,10 +412,17 @@ def _module_hooks(rec: Recording, name: str, spec: _Spec):
             x = args[0]
             view = x.view(*x.shape[:-1], rec.n_heads, -1) if kind == "z" else x  # (B, T, H, d_head) for z
             new = rec._visit(name, view, point)
-            if new is view and not (rec.grad and kind == "z"):  # with gradients the kept view feeds the model
+            if new is view and not (_keeps_graph(rec.grad) and kind == "z"):  # with gradients the kept view is fed
                 return None
             return (new.reshape(x.shape) if kind == "z" else new,) + tuple(args[1:])
         return "pre", hook
+
+    if kind == "value":  # the value projection's (B, T, kv_heads * d_head) seen as (B, T, kv_head, d_head)
+        def hook(module, args, output):
+            view = output.view(*output.shape[:-1], -1, rec.d_head)
+            new = rec._visit(name, view, point)
+            return None if new is view else new.reshape(output.shape)
+        return "post", hook
 
     def hook(module, args, output):
         x = first(output)
@@ -400,7 +433,7 @@ def _module_hooks(rec: Recording, name: str, spec: _Spec):
 
 @contextmanager
 def record(loaded, hooks=(), replace: dict | None = None, *, kernel: str | Callable | None = None,
-           pattern_into=None, grad: bool = False):
+           pattern_into=None, grad: bool | None = False):
     """Open the recording context on `loaded` (a LoadedModel): yields a Recording whose forward() runs the
     model with the hook points in `hooks` kept and those in `replace` replaced (see the module docstring).
 
@@ -411,7 +444,8 @@ def record(loaded, hooks=(), replace: dict | None = None, *, kernel: str | Calla
     and SDPA's mask in call.mask (None for a plain causal or unpadded input).
     pattern_into: a float32 torch tensor (layer, batch, head, query, key) the softmax of each block is written
     into, no copy (only where can_write_pattern_in_place(loaded)).
-    grad: run with gradients (kept tensors are not detached) instead of inference mode.
+    grad: True runs with gradients (kept tensors are not detached), False in inference mode, None in the
+    autograd mode the caller set.
     Raises BadInput for a hook point the model does not have, or a replacement of the wrong shape."""
     model = loaded.model
     hooks = [hooks] if isinstance(hooks, str) else list(hooks)
@@ -489,7 +523,7 @@ def _modules_by_id(catalogue: dict, rec: Recording) -> list:
 
 
 def run(loaded, inputs=None, *, hooks=(), replace: dict | None = None, part: str = "model",
-        kernel: str | Callable | None = None, pattern_into=None, grad: bool = False, **kwargs):
+        kernel: str | Callable | None = None, pattern_into=None, grad: bool | None = False, **kwargs):
     """One forward pass of `loaded` through the recording context: (the model's output, the Recording).
 
     inputs: keyword tensors for the model (a dict, e.g. Encoded.inputs) or positional arguments (a tuple, for
@@ -499,4 +533,70 @@ def run(loaded, inputs=None, *, hooks=(), replace: dict | None = None, part: str
     args, kw = ((), dict(inputs or {})) if not isinstance(inputs, tuple) else (inputs, {})
     with record(loaded, hooks, replace, kernel=kernel, pattern_into=pattern_into, grad=grad) as rec:
         out = rec.forward(*args, part=part, **kw, **kwargs)
+    return out, rec
+
+
+# ------------------------------------------------------------------ starting from a block
+@contextmanager
+def _starting_at(blocks, layer: int, resid):
+    """Blocks 0..layer-1 of `blocks` replaced by stand-ins that pass their input on, and block `layer` fed
+    `resid` as its input, for the length of the block. The caller holds the model's lock."""
+    import torch
+
+    class PassOn(torch.nn.Module):
+        """Stands in for a skipped block: hands its input on as the first item of a tuple (a block's output
+        form), where the next stand-in or block `layer` (whose input is replaced) receives it."""
+
+        def __init__(self, block):
+            super().__init__()
+            for attr in ("attention_type", "layer_idx"):  # read by some models' loops (the mask of each block)
+                if hasattr(block, attr):
+                    setattr(self, attr, getattr(block, attr))
+
+        def forward(self, *args, **kwargs):
+            return (args[0] if args else kwargs.get("hidden_states"), None, None)
+
+    def enter(module, args, kwargs):
+        if args:
+            return (resid,) + tuple(args[1:]), kwargs
+        return args, {**kwargs, "hidden_states": resid}
+
+    saved = [blocks[j] for j in range(layer)]
+    handle = blocks[layer].register_forward_pre_hook(enter, with_kwargs=True, prepend=True)
+    try:
+        for j, block in enumerate(saved):
+            blocks[j] = PassOn(block)
+        yield
+    finally:
+        for j, block in enumerate(saved):
+            blocks[j] = block
+        handle.remove()
+
+
+def run_from(loaded, layer: int, resid, inputs=None, *, hooks=(), replace: dict | None = None,
+             kernel: str | Callable | None = None, grad: bool | None = False, **kwargs):
+    """Run `loaded` from block `layer` of its first stack to its output, given the residual stream entering
+    that block (resid: blocks.{layer}.hook_resid_pre, (batch, pos, d_model)), without running blocks
+    0..layer-1: (the model's output, the Recording), as `run` returns them.
+
+    inputs: the inputs of the forward `resid` came from (the model builds its masks and positions from them;
+    its embeddings are looked up and not used). Hook points of blocks before `layer` record nothing; the
+    hidden states of skipped blocks (output_hidden_states) are not meaningful. Raises BadInput for a block
+    outside the model and for families whose first block computes something later blocks reuse (a relative
+    position bias)."""
+    model = loaded.model
+    fam = family_of(model)
+    if fam.positions == "relative":
+        raise BadInput(f"A {fam.name} model computes its relative position bias in its first block and reuses it "
+                       f"in the others, so it cannot start from block {layer}.")
+    blocks = module_at(model, fam.stack.blocks)
+    if not 0 <= int(layer) < len(blocks):
+        raise BadInput(f"This {fam.name} model has blocks 0 to {len(blocks) - 1}, so it cannot start from block "
+                       f"{layer}.")
+    args, kw = ((), dict(inputs or {})) if not isinstance(inputs, tuple) else (inputs, {})
+    if hasattr(model, "config") and hasattr(model.config, "use_cache"):
+        kw.setdefault("use_cache", False)  # a KV cache would hold nothing for the skipped blocks
+    with record(loaded, hooks, replace, kernel=kernel, grad=grad) as rec:
+        with _starting_at(blocks, int(layer), resid):
+            out = rec.forward(*args, **kw, **kwargs)
     return out, rec

@@ -8,7 +8,8 @@ named hook points; ablation, contributions, the logit lens and the long-input re
 
 Adding a family = one row in FAMILIES plus one test:
   1. print the module names of a small instance (`[n for n, _ in model.named_modules()]`) and fill a Family
-     (copy the closest row with dataclasses.replace when only a few fields differ);
+     (its stacks with `_stack`, names relative to the block; copy the closest row with dataclasses.replace when
+     only a few fields differ);
   2. list its `config.model_type` values in `model_types`;
   3. say in `not_supported` which views it cannot serve and why, one sentence each;
   4. the test: tests/unit/test_families.py already builds a model of every listed type and checks that each
@@ -91,6 +92,28 @@ class Family:
         return self.why_not(view) is None
 
 
+def _stack(blocks: str, attn: str | None, *, prefix: str = "blocks", projections: str | None = None,
+           q: str | None = "q_proj", k: str | None = "k_proj", v: str | None = "v_proj", qkv: str | None = None,
+           out: str = "out_proj", out_at: str | None = None, cross: str | None = None, cross_out: str = "out_proj",
+           final_norm: str | None = None, **parts) -> Stack:
+    """A Stack from names relative to block {i} of `blocks`: `attn` is the attention module (None: the model
+    attends in its own code); q, k, v (or one fused qkv) and out are under `projections` (default: attn), or
+    out_at gives the output projection relative to the block; cross is the cross-attention module, cross_out its
+    output projection; parts (mlp, norm_attn, norm_mlp) are relative to the block; final_norm is model-wide."""
+    block = f"{blocks}.{{i}}."
+    under = block + (projections or attn) + "."
+    if qkv:
+        q = k = v = None
+
+    def at(root: str, name: str | None) -> str | None:
+        return None if name is None else root + name
+
+    return Stack(prefix=prefix, blocks=blocks, attention=at(block, attn), q=at(under, q), k=at(under, k),
+                 v=at(under, v), qkv=at(under, qkv), out=block + out_at if out_at else under + out,
+                 cross_attention=at(block, cross), cross_out=at(block, cross and f"{cross}.{cross_out}"),
+                 final_norm=final_norm, **{name: block + rel for name, rel in parts.items()})
+
+
 _NOT_CAUSAL = "it is not a causal language model"
 
 
@@ -100,18 +123,17 @@ def _encoder_views(name: str) -> tuple:
             ("generation", f"A {name} encoder does not generate text: it reads a whole input at once."))
 
 
+def _score_views(what: str) -> tuple:
+    """The two views a family cannot serve when its scores are not q·k × scaling alone (`what` it does)."""
+    return (("query_key", f"{what}, so q and k alone do not explain its weights."),
+            ("long", f"{what}, which the long-input recording cannot replay."))
+
+
 # ------------------------------------------------------------------ encoders
 BERT = Family(
     name="BERT", model_types=("bert", "roberta", "xlm-roberta", "camembert", "electra", "ernie"), kind="encoder",
-    stacks=(Stack(
-        prefix="blocks", blocks="encoder.layer",
-        attention="encoder.layer.{i}.attention.self",
-        q="encoder.layer.{i}.attention.self.query", k="encoder.layer.{i}.attention.self.key",
-        v="encoder.layer.{i}.attention.self.value",
-        out="encoder.layer.{i}.attention.output.dense",
-        mlp="encoder.layer.{i}.output.dense",
-        norm_attn="encoder.layer.{i}.attention.output.LayerNorm", norm_mlp="encoder.layer.{i}.output.LayerNorm",
-    ),),
+    stacks=(_stack("encoder.layer", "attention.self", q="query", k="key", v="value", out_at="attention.output.dense",
+                   mlp="output.dense", norm_attn="attention.output.LayerNorm", norm_mlp="output.LayerNorm"),),
     post_norm=True, plain_softmax=True,
     embed="embeddings.word_embeddings", pos_embed="embeddings.position_embeddings", unembed="cls.predictions",
     not_supported=_encoder_views("BERT"),
@@ -128,20 +150,13 @@ DEBERTA_V2 = replace(
                     k="encoder.layer.{i}.attention.self.key_proj", v="encoder.layer.{i}.attention.self.value_proj"),),
     pos_embed=None, unembed=None,
     not_supported=_encoder_views("DeBERTa") + (
-        ("query_key", "DeBERTa adds content-to-position and position-to-content scores to q·k, so q and k alone "
-                      "do not explain its weights."),
-        ("long", "DeBERTa adds relative-position scores to q·k, which the long-input recording cannot replay."),
+        *_score_views("DeBERTa adds content-to-position and position-to-content scores to q·k"),
         ("contributions", "The contribution maths does not know DeBERTa's disentangled attention blocks.")),
 )
 DISTILBERT = Family(
     name="DistilBERT", model_types=("distilbert",), kind="encoder",
-    stacks=(Stack(
-        prefix="blocks", blocks="transformer.layer", attention="transformer.layer.{i}.attention",
-        q="transformer.layer.{i}.attention.q_lin", k="transformer.layer.{i}.attention.k_lin",
-        v="transformer.layer.{i}.attention.v_lin", out="transformer.layer.{i}.attention.out_lin",
-        mlp="transformer.layer.{i}.ffn", norm_attn="transformer.layer.{i}.sa_layer_norm",
-        norm_mlp="transformer.layer.{i}.output_layer_norm",
-    ),),
+    stacks=(_stack("transformer.layer", "attention", q="q_lin", k="k_lin", v="v_lin", out="out_lin", mlp="ffn",
+                   norm_attn="sa_layer_norm", norm_mlp="output_layer_norm"),),
     post_norm=True, embed="embeddings.word_embeddings", pos_embed="embeddings.position_embeddings",
     unembed="vocab_projector",
     not_supported=_encoder_views("DistilBERT") + (
@@ -149,27 +164,18 @@ DISTILBERT = Family(
 )
 MPNET = Family(
     name="MPNet", model_types=("mpnet",), kind="encoder",
-    stacks=(Stack(
-        prefix="blocks", blocks="encoder.layer", attention="encoder.layer.{i}.attention.attn",
-        q="encoder.layer.{i}.attention.attn.q", k="encoder.layer.{i}.attention.attn.k",
-        v="encoder.layer.{i}.attention.attn.v", out="encoder.layer.{i}.attention.attn.o",
-        mlp="encoder.layer.{i}.output.dense", norm_attn="encoder.layer.{i}.attention.LayerNorm",
-        norm_mlp="encoder.layer.{i}.output.LayerNorm",
-    ),),
+    stacks=(_stack("encoder.layer", "attention.attn", q="q", k="k", v="v", out="o", mlp="output.dense",
+                   norm_attn="attention.LayerNorm", norm_mlp="output.LayerNorm"),),
     post_norm=True, plain_scores=False,  # learned absolute positions, and a relative bias on the scores
     embed="embeddings.word_embeddings", pos_embed="embeddings.position_embeddings",
     not_supported=_encoder_views("MPNet") + (
-        ("query_key", "MPNet adds a relative position bias to q·k, so q and k alone do not explain its weights."),
-        ("long", "MPNet adds a relative position bias to q·k, which the long-input recording cannot replay."),
+        *_score_views("MPNet adds a relative position bias to q·k"),
         ("contributions", "The contribution maths does not know MPNet's blocks.")),
 )
 MODERNBERT = Family(
     name="ModernBERT", model_types=("modernbert",), kind="encoder",
-    stacks=(Stack(
-        prefix="blocks", blocks="layers", attention="layers.{i}.attn", qkv="layers.{i}.attn.Wqkv",
-        out="layers.{i}.attn.Wo", mlp="layers.{i}.mlp", norm_attn="layers.{i}.attn_norm",
-        norm_mlp="layers.{i}.mlp_norm", final_norm="final_norm",
-    ),),
+    stacks=(_stack("layers", "attn", qkv="Wqkv", out="Wo", mlp="mlp", norm_attn="attn_norm", norm_mlp="mlp_norm",
+                   final_norm="final_norm"),),
     post_norm=False, positions="rope", sliding_window=True, gated_mlp=True, embed="embeddings.tok_embeddings",
     not_supported=_encoder_views("ModernBERT") + (
         ("contributions", "ModernBERT computes q, k and v in one fused projection, which the contribution maths "
@@ -177,12 +183,8 @@ MODERNBERT = Family(
 )
 
 # ------------------------------------------------------------------ causal decoders
-_LLAMA_STACK = Stack(
-    prefix="blocks", blocks="layers", attention="layers.{i}.self_attn",
-    q="layers.{i}.self_attn.q_proj", k="layers.{i}.self_attn.k_proj", v="layers.{i}.self_attn.v_proj",
-    out="layers.{i}.self_attn.o_proj", mlp="layers.{i}.mlp",
-    norm_attn="layers.{i}.input_layernorm", norm_mlp="layers.{i}.post_attention_layernorm", final_norm="norm",
-)
+_LLAMA_STACK = _stack("layers", "self_attn", out="o_proj", mlp="mlp", norm_attn="input_layernorm",
+                      norm_mlp="post_attention_layernorm", final_norm="norm")
 LLAMA = Family(
     name="Llama", model_types=("llama", "qwen2", "qwen3", "olmo"), kind="decoder", stacks=(_LLAMA_STACK,),
     post_norm=False, norm="rmsnorm", positions="rope", gqa=True, gated_mlp=True, plain_softmax=True,
@@ -198,8 +200,7 @@ GEMMA2 = replace(
     LLAMA, name="Gemma 2", model_types=("gemma2",), plain_scores=False, plain_softmax=False, sliding_window=True,
     stacks=(replace(_LLAMA_STACK, norm_mlp="layers.{i}.pre_feedforward_layernorm"),),
     not_supported=(
-        ("query_key", "Gemma 2 soft-caps its scores (tanh), so q·k × scaling alone does not give its weights."),
-        ("long", "Gemma 2 soft-caps its scores, which the long-input recording cannot replay."),
+        *_score_views("Gemma 2 soft-caps its scores (tanh)"),
         ("contributions", "Gemma 2 normalises each sublayer's output again before adding it, which the "
                           "contribution maths does not model.")),
 )
@@ -211,91 +212,63 @@ PHI3 = replace(
 )
 PHI = Family(
     name="Phi", model_types=("phi",), kind="decoder",
-    stacks=(Stack(
-        prefix="blocks", blocks="layers", attention="layers.{i}.self_attn",
-        q="layers.{i}.self_attn.q_proj", k="layers.{i}.self_attn.k_proj", v="layers.{i}.self_attn.v_proj",
-        out="layers.{i}.self_attn.dense", mlp="layers.{i}.mlp", norm_attn="layers.{i}.input_layernorm",
-        final_norm="final_layernorm",
-    ),),
+    stacks=(_stack("layers", "self_attn", out="dense", mlp="mlp", norm_attn="input_layernorm",
+                   final_norm="final_layernorm"),),
     post_norm=False, positions="rope", parallel=True, embed="embed_tokens", unembed="lm_head",
     not_supported=(("contributions", "Phi runs attention and the MLP side by side on one norm, which the "
                                      "contribution maths does not model."),),
 )
 GPT2 = Family(
     name="GPT-2", model_types=("gpt2",), kind="decoder",
-    stacks=(Stack(
-        prefix="blocks", blocks="h", attention="h.{i}.attn", qkv="h.{i}.attn.c_attn", out="h.{i}.attn.c_proj",
-        mlp="h.{i}.mlp", norm_attn="h.{i}.ln_1", norm_mlp="h.{i}.ln_2", final_norm="ln_f",
-    ),),
+    stacks=(_stack("h", "attn", qkv="c_attn", out="c_proj", mlp="mlp", norm_attn="ln_1", norm_mlp="ln_2",
+                   final_norm="ln_f"),),
     post_norm=False, plain_softmax=True, embed="wte", pos_embed="wpe", unembed="lm_head",
     not_supported=(("contributions", "GPT-2 computes q, k and v in one fused projection, which the contribution "
                                      "maths does not split."),),
 )
 GPTJ = Family(
     name="GPT-J", model_types=("gptj",), kind="decoder",
-    stacks=(Stack(
-        prefix="blocks", blocks="h", attention="h.{i}.attn", q="h.{i}.attn.q_proj", k="h.{i}.attn.k_proj",
-        v="h.{i}.attn.v_proj", out="h.{i}.attn.out_proj", mlp="h.{i}.mlp", norm_attn="h.{i}.ln_1",
-        final_norm="ln_f",
-    ),),
+    stacks=(_stack("h", "attn", mlp="mlp", norm_attn="ln_1", final_norm="ln_f"),),
     post_norm=False, positions="rope", parallel=True, embed="wte", unembed="lm_head",
     not_supported=(("contributions", "GPT-J runs attention and the MLP side by side on one norm, which the "
                                      "contribution maths does not model."),),
 )
 GPT_NEO = Family(
     name="GPT-Neo", model_types=("gpt_neo",), kind="decoder",
-    stacks=(Stack(
-        prefix="blocks", blocks="h", attention="h.{i}.attn.attention", q="h.{i}.attn.attention.q_proj",
-        k="h.{i}.attn.attention.k_proj", v="h.{i}.attn.attention.v_proj", out="h.{i}.attn.attention.out_proj",
-        mlp="h.{i}.mlp", norm_attn="h.{i}.ln_1", norm_mlp="h.{i}.ln_2", final_norm="ln_f",
-    ),),
+    stacks=(_stack("h", "attn.attention", mlp="mlp", norm_attn="ln_1", norm_mlp="ln_2", final_norm="ln_f"),),
     post_norm=False, sliding_window=True, embed="wte", pos_embed="wpe", unembed="lm_head",
     not_supported=(("contributions", "The contribution maths does not know GPT-Neo's blocks."),),
 )
 GPT_NEOX = Family(
     name="GPT-NeoX", model_types=("gpt_neox",), kind="decoder",
-    stacks=(Stack(
-        prefix="blocks", blocks="layers", attention="layers.{i}.attention", qkv="layers.{i}.attention.query_key_value",
-        out="layers.{i}.attention.dense", mlp="layers.{i}.mlp", norm_attn="layers.{i}.input_layernorm",
-        norm_mlp="layers.{i}.post_attention_layernorm", final_norm="final_layer_norm",
-    ),),
+    stacks=(_stack("layers", "attention", qkv="query_key_value", out="dense", mlp="mlp", norm_attn="input_layernorm",
+                   norm_mlp="post_attention_layernorm", final_norm="final_layer_norm"),),
     post_norm=False, positions="rope", parallel=True, embed="embed_in", unembed="embed_out",
     not_supported=(("contributions", "GPT-NeoX runs attention and the MLP side by side, which the contribution "
                                      "maths does not model."),),
 )
 FALCON = Family(
     name="Falcon", model_types=("falcon",), kind="decoder",
-    stacks=(Stack(
-        prefix="blocks", blocks="h", attention="h.{i}.self_attention", qkv="h.{i}.self_attention.query_key_value",
-        out="h.{i}.self_attention.dense", mlp="h.{i}.mlp", norm_attn="h.{i}.input_layernorm", final_norm="ln_f",
-    ),),
+    stacks=(_stack("h", "self_attention", qkv="query_key_value", out="dense", mlp="mlp", norm_attn="input_layernorm",
+                   final_norm="ln_f"),),
     post_norm=False, positions="rope", parallel=True, gqa=True, embed="word_embeddings", unembed="lm_head",
     not_supported=(("contributions", "Falcon runs attention and the MLP side by side, which the contribution "
                                      "maths does not model."),),
 )
 BLOOM = Family(
     name="BLOOM", model_types=("bloom",), kind="decoder",
-    stacks=(Stack(
-        prefix="blocks", blocks="h", attention="h.{i}.self_attention", qkv="h.{i}.self_attention.query_key_value",
-        out="h.{i}.self_attention.dense", mlp="h.{i}.mlp", norm_attn="h.{i}.input_layernorm",
-        norm_mlp="h.{i}.post_attention_layernorm", final_norm="ln_f",
-    ),),
+    stacks=(_stack("h", "self_attention", qkv="query_key_value", out="dense", mlp="mlp", norm_attn="input_layernorm",
+                   norm_mlp="post_attention_layernorm", final_norm="ln_f"),),
     post_norm=False, positions="alibi", plain_scores=False, embed="word_embeddings", unembed="lm_head",
     not_supported=(
-        ("query_key", "BLOOM adds an ALiBi distance penalty to q·k, so q and k alone do not explain its weights."),
-        ("long", "BLOOM adds an ALiBi distance penalty to q·k, which the long-input recording cannot replay."),
+        *_score_views("BLOOM adds an ALiBi distance penalty to q·k"),
         ("contributions", "BLOOM computes q, k and v in one fused projection, which the contribution maths "
                           "does not split.")),
 )
 OPT = Family(
     name="OPT", model_types=("opt",), kind="decoder",
-    stacks=(Stack(
-        prefix="blocks", blocks="decoder.layers", attention="decoder.layers.{i}.self_attn",
-        q="decoder.layers.{i}.self_attn.q_proj", k="decoder.layers.{i}.self_attn.k_proj",
-        v="decoder.layers.{i}.self_attn.v_proj", out="decoder.layers.{i}.self_attn.out_proj",
-        mlp="decoder.layers.{i}.fc2", norm_attn="decoder.layers.{i}.self_attn_layer_norm",
-        norm_mlp="decoder.layers.{i}.final_layer_norm", final_norm="decoder.final_layer_norm",
-    ),),
+    stacks=(_stack("decoder.layers", "self_attn", mlp="fc2", norm_attn="self_attn_layer_norm",
+                   norm_mlp="final_layer_norm", final_norm="decoder.final_layer_norm"),),
     post_norm=False, embed="decoder.embed_tokens", pos_embed="decoder.embed_positions", unembed="lm_head",
     not_supported=(("contributions", "The contribution maths does not know OPT's blocks."),),
 )
@@ -304,17 +277,9 @@ OPT = Family(
 BART = Family(
     name="BART", model_types=("bart",), kind="encoder-decoder",
     stacks=(
-        Stack(prefix="blocks", blocks="encoder.layers", attention="encoder.layers.{i}.self_attn",
-              q="encoder.layers.{i}.self_attn.q_proj", k="encoder.layers.{i}.self_attn.k_proj",
-              v="encoder.layers.{i}.self_attn.v_proj", out="encoder.layers.{i}.self_attn.out_proj",
-              mlp="encoder.layers.{i}.fc2", norm_attn="encoder.layers.{i}.self_attn_layer_norm",
-              norm_mlp="encoder.layers.{i}.final_layer_norm"),
-        Stack(prefix="decoder.blocks", blocks="decoder.layers", attention="decoder.layers.{i}.self_attn",
-              q="decoder.layers.{i}.self_attn.q_proj", k="decoder.layers.{i}.self_attn.k_proj",
-              v="decoder.layers.{i}.self_attn.v_proj", out="decoder.layers.{i}.self_attn.out_proj",
-              mlp="decoder.layers.{i}.fc2", norm_attn="decoder.layers.{i}.self_attn_layer_norm",
-              norm_mlp="decoder.layers.{i}.final_layer_norm", cross_attention="decoder.layers.{i}.encoder_attn",
-              cross_out="decoder.layers.{i}.encoder_attn.out_proj"),
+        _stack("encoder.layers", "self_attn", mlp="fc2", norm_attn="self_attn_layer_norm", norm_mlp="final_layer_norm"),
+        _stack("decoder.layers", "self_attn", prefix="decoder.blocks", mlp="fc2", norm_attn="self_attn_layer_norm",
+               norm_mlp="final_layer_norm", cross="encoder_attn"),
     ),
     post_norm=True, embed="shared", pos_embed="encoder.embed_positions", unembed="lm_head",
     not_supported=(("logit_lens", "The logit lens reads a causal language model's layers; BART is an "
@@ -329,43 +294,40 @@ MBART = replace(
     not_supported=BART.not_supported + (("contributions", "The contribution maths covers post-norm encoder "
                                                           "blocks such as BART's; mBART normalises first."),),
 )
-_T5_ENC = Stack(
-    prefix="blocks", blocks="encoder.block", attention="encoder.block.{i}.layer.0.SelfAttention",
-    q="encoder.block.{i}.layer.0.SelfAttention.q", k="encoder.block.{i}.layer.0.SelfAttention.k",
-    v="encoder.block.{i}.layer.0.SelfAttention.v", out="encoder.block.{i}.layer.0.SelfAttention.o",
-    mlp="encoder.block.{i}.layer.1.DenseReluDense", norm_attn="encoder.block.{i}.layer.0.layer_norm",
-    norm_mlp="encoder.block.{i}.layer.1.layer_norm", final_norm="encoder.final_layer_norm",
-)
+_T5 = dict(q="q", k="k", v="v", out="o", norm_attn="layer.0.layer_norm")
 T5 = Family(
     name="T5", model_types=("t5", "mt5", "umt5"), kind="encoder-decoder",
-    stacks=(_T5_ENC, Stack(
-        prefix="decoder.blocks", blocks="decoder.block", attention="decoder.block.{i}.layer.0.SelfAttention",
-        q="decoder.block.{i}.layer.0.SelfAttention.q", k="decoder.block.{i}.layer.0.SelfAttention.k",
-        v="decoder.block.{i}.layer.0.SelfAttention.v", out="decoder.block.{i}.layer.0.SelfAttention.o",
-        mlp="decoder.block.{i}.layer.2.DenseReluDense", norm_attn="decoder.block.{i}.layer.0.layer_norm",
-        norm_mlp="decoder.block.{i}.layer.2.layer_norm", final_norm="decoder.final_layer_norm",
-        cross_attention="decoder.block.{i}.layer.1.EncDecAttention",
-        cross_out="decoder.block.{i}.layer.1.EncDecAttention.o",
-    )),
+    stacks=(_stack("encoder.block", "layer.0.SelfAttention", **_T5, mlp="layer.1.DenseReluDense",
+                   norm_mlp="layer.1.layer_norm", final_norm="encoder.final_layer_norm"),
+            _stack("decoder.block", "layer.0.SelfAttention", prefix="decoder.blocks", **_T5,
+                   mlp="layer.2.DenseReluDense", norm_mlp="layer.2.layer_norm", final_norm="decoder.final_layer_norm",
+                   cross="layer.1.EncDecAttention", cross_out="o")),
     post_norm=False, norm="rmsnorm", positions="relative", plain_scores=False, embed="shared", unembed="lm_head",
     not_supported=(
-        ("query_key", "T5 adds a learned relative position bias to q·k, so q and k alone do not explain its weights."),
-        ("long", "T5 adds a relative position bias to q·k, which the long-input recording cannot replay."),
+        *_score_views("T5 adds a learned relative position bias to q·k"),
         ("logit_lens", "The logit lens reads a causal language model's layers; T5 is an encoder-decoder.")),
 )
 
+# ------------------------------------------------------------------ vision encoders (images cut into patches)
+VIT = Family(
+    name="ViT", model_types=("vit", "deit"), kind="encoder",
+    stacks=(_stack("layers", "attention", out="o_proj", mlp="mlp", norm_attn="layernorm_before",
+                   norm_mlp="layernorm_after", final_norm="layernorm"),),
+    post_norm=False, plain_softmax=True, embed="embeddings.patch_embeddings.projection",
+    not_supported=(
+        ("logit_lens", "A vision transformer reads image patches and predicts no tokens."),
+        ("generation", "A vision transformer reads image patches and generates no text."),
+        ("long", "A vision transformer reads a fixed number of image patches, not long texts."),
+        ("contributions", "The contribution views read text inputs; a vision transformer reads image patches.")),
+)
+
 # ------------------------------------------------------------------ attnviz's own models (models/scratch.py)
+_TOY = dict(projections="attn", mlp="mlp", norm_attn="ln1", norm_mlp="ln2", final_norm="ln_f")
 SCRATCH = Family(
     name="attnviz toy transformer", model_types=("ScratchTransformer",), kind="decoder",
-    stacks=(
-        Stack(prefix="blocks", blocks="layers", q="layers.{i}.attn.q_proj", k="layers.{i}.attn.k_proj",
-              v="layers.{i}.attn.v_proj", out="layers.{i}.attn.out_proj", mlp="layers.{i}.mlp",
-              norm_attn="layers.{i}.ln1", norm_mlp="layers.{i}.ln2", final_norm="ln_f"),
-        Stack(prefix="decoder.blocks", blocks="dec_layers", q="dec_layers.{i}.attn.q_proj",
-              k="dec_layers.{i}.attn.k_proj", v="dec_layers.{i}.attn.v_proj", out="dec_layers.{i}.attn.out_proj",
-              mlp="dec_layers.{i}.mlp", norm_attn="dec_layers.{i}.ln1", norm_mlp="dec_layers.{i}.ln2",
-              final_norm="ln_f", cross_out="dec_layers.{i}.cross.out_proj"),
-    ),
+    stacks=(_stack("layers", None, **_TOY),
+            replace(_stack("dec_layers", None, prefix="decoder.blocks", **_TOY),
+                    cross_out="dec_layers.{i}.cross.out_proj")),
     post_norm=False, embed="embed", pos_embed="pos.0", unembed="head",
     not_supported=(
         ("query_key", "The toy models compute attention in attnviz's own function and return their weights "
@@ -376,7 +338,7 @@ SCRATCH = Family(
 )
 
 FAMILIES: tuple = (BERT, MEGATRON_BERT, DEBERTA_V2, DISTILBERT, MPNET, MODERNBERT, LLAMA, MISTRAL, GEMMA, GEMMA2,
-                   PHI3, PHI, GPT2, GPTJ, GPT_NEO, GPT_NEOX, FALCON, BLOOM, OPT, BART, MARIAN, MBART, T5, SCRATCH)
+                   PHI3, PHI, GPT2, GPTJ, GPT_NEO, GPT_NEOX, FALCON, BLOOM, OPT, BART, MARIAN, MBART, T5, VIT, SCRATCH)
 BY_TYPE: dict = {t: fam for fam in FAMILIES for t in fam.model_types}
 
 

@@ -5,6 +5,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from attnviz.plotting import attach_numbers, matrix_csv
 from attnviz.training.runs import Run
 
 COLORSCALE = "Viridis"
@@ -36,6 +37,13 @@ def head_map(run: Run, stack: str, frame: int, layer: int, head: int | None) -> 
     return a.mean(axis=0) if head is None else a[head]
 
 
+def _csv(maps, q_tokens, k_tokens, titles) -> str:
+    """CSV blocks of (query, key) maps at full precision, one per title, rows and columns labelled "i:token"."""
+    rows, cols = [f"{i}:{t}" for i, t in enumerate(q_tokens)], [f"{j}:{t}" for j, t in enumerate(k_tokens)]
+    return "".join(matrix_csv(m, rows, cols, t, rows="query (attending)", columns="key (attended to)")
+                   for m, t in zip(maps, titles))
+
+
 def _hover(q_tokens, k_tokens):
     custom = np.empty((len(q_tokens), len(k_tokens), 2), dtype=object)
     custom[:, :, 0] = np.array([f"{i}: {_label(t)}" for i, t in enumerate(q_tokens)], dtype=object)[:, None]
@@ -44,7 +52,8 @@ def _hover(q_tokens, k_tokens):
 
 
 def attention_heatmap(matrix: np.ndarray, q_tokens, k_tokens, title: str = "", height: int = 420) -> go.Figure:
-    """One (query, key) map with token ticks and hover of query, key and weight."""
+    """One (query, key) map with token ticks and hover of query, key and weight (its CSV export at full
+    precision)."""
     fig = go.Figure(go.Heatmap(
         z=np.round(np.asarray(matrix, dtype=np.float32), 4), x=np.arange(len(k_tokens)), y=np.arange(len(q_tokens)),
         zmin=0, zmax=1, colorscale=COLORSCALE, colorbar=dict(title="weight", thickness=12),
@@ -54,7 +63,7 @@ def attention_heatmap(matrix: np.ndarray, q_tokens, k_tokens, title: str = "", h
                       margin=dict(l=10, r=10, t=40 if title else 10, b=10),
                       xaxis=dict(title="key (attended to)", **_ticks(k_tokens)),
                       yaxis=dict(title="query (attending)", autorange="reversed", **_ticks(q_tokens)))
-    return fig
+    return attach_numbers(fig, lambda: _csv([matrix], q_tokens, k_tokens, [title or "attention"]))
 
 
 def heads_grid(run: Run, stack: str, frame: int, height_per_row: int = 230) -> go.Figure:
@@ -75,14 +84,17 @@ def heads_grid(run: Run, stack: str, frame: int, height_per_row: int = 230) -> g
     fig.update_yaxes(autorange="reversed", showticklabels=False)
     fig.update_xaxes(showticklabels=False)
     fig.update_layout(height=max(260, height_per_row * n_l + 40), margin=dict(l=10, r=10, t=40, b=10))
-    return fig
+    return attach_numbers(fig, lambda: _csv([a[l, h] for l, h in np.ndindex(n_l, n_h)], q_tokens, k_tokens,
+                                            [f"layer {l} head {h}" for l, h in np.ndindex(n_l, n_h)]))
 
 
 def animation(run: Run, stack: str, layer: int, head: int | None, height: int = 520) -> go.Figure:
     """A plotly animation over all frames of one head (or the mean of heads), with play and a slider."""
     q_tokens, k_tokens = stack_tokens(run, stack)
-    maps = [np.round(head_map(run, stack, f, layer, head), 3) for f in range(run.n_frames)]
+    raw = [head_map(run, stack, f, layer, head) for f in range(run.n_frames)]
+    maps = [np.round(m, 3) for m in raw]
     fig = attention_heatmap(maps[0], q_tokens, k_tokens, height=height)
+    attach_numbers(fig, lambda: _csv(raw, q_tokens, k_tokens, [f"step {s}" for s in run.frame_steps]))
     fig.frames = [go.Frame(data=[go.Heatmap(z=m)], name=str(i)) for i, m in enumerate(maps)]
     steps = [dict(method="animate", label=str(run.frame_steps[i]),
                   args=[[str(i)], dict(mode="immediate", frame=dict(duration=0, redraw=True), transition=dict(duration=0))])

@@ -77,6 +77,7 @@ def finetune(config: FinetuneConfig = FinetuneConfig(), loaded=None, callback=No
 
     from attnviz.extract import extract
     from attnviz.models import load_model
+    from attnviz.models.adapter import run
     from attnviz.types import LoadedModel
 
     start, cpu_start = time.perf_counter(), time.thread_time()
@@ -104,9 +105,9 @@ def finetune(config: FinetuneConfig = FinetuneConfig(), loaded=None, callback=No
         opt = torch.optim.AdamW(params, lr=config.lr, weight_decay=0.01)
         model.eval()  # no dropout: the attention changes come from the weights alone
 
-        def logits_of(pairs):
+        def logits_of(pairs, grad: bool = True):  # a training step's forward, with gradients (grad=False: evaluation)
             enc = tok([s for s, _ in pairs], padding=True, return_tensors="pt")
-            hidden = model(**enc).last_hidden_state  # (B, T, d_model)
+            hidden = run(own, dict(enc), grad=grad)[0].last_hidden_state  # (B, T, d_model)
             m = enc["attention_mask"].unsqueeze(-1).float()
             return head((hidden * m).sum(1) / m.sum(1))  # masked mean pooling, as MiniLM's own
 
@@ -115,7 +116,7 @@ def finetune(config: FinetuneConfig = FinetuneConfig(), loaded=None, callback=No
 
         def held_accuracy():
             with torch.no_grad():
-                return float((logits_of(held_sample).argmax(-1) == held_labels).float().mean())
+                return float((logits_of(held_sample, grad=False).argmax(-1) == held_labels).float().mean())
 
         frames, f_steps, f_loss, f_acc = [], [], [], []
         first = None

@@ -11,10 +11,12 @@ import torch
 import torch.nn.functional as F
 
 from attnviz.errors import BadInput
-from attnviz.progress import is_cancelled
+from attnviz.models.adapter import run
 from attnviz.models.scratch import ScratchConfig, ScratchTransformer, facts_for, stacks_to_numpy
+from attnviz.progress import is_cancelled
 from attnviz.training.runs import Run
 from attnviz.training.tasks import BOS, Batch, Sampler, Task, get_task
+from attnviz.types import LoadedModel
 from attnviz.units import count_text
 
 # The default architecture per task, chosen so the live demo learns within seconds.
@@ -84,10 +86,17 @@ def snapshot_steps(steps: int, every: int) -> list[int]:
     return out
 
 
-def _loss(model, task: Task, b: Batch):
+def as_loaded(model: ScratchTransformer) -> LoadedModel:
+    """A toy model as the LoadedModel the model adapter runs."""
+    return LoadedModel("scratch", model, None, facts_for(model.cfg))
+
+
+def _loss(model, task: Task, b: Batch, grad: bool = True):
+    """(cross-entropy on the counted positions, logits): a training step's forward (with gradients) through the
+    model adapter; grad=False for an evaluation."""
     src = torch.from_numpy(b.src)
     tgt_in = None if b.tgt_in is None else torch.from_numpy(b.tgt_in)
-    logits, _ = model(src, tgt_in)
+    (logits, _), _ = run(as_loaded(model), (src, tgt_in), grad=grad)
     mask = torch.from_numpy(b.loss_mask)
     return F.cross_entropy(logits[mask], torch.from_numpy(b.target)[mask]), logits
 
@@ -101,7 +110,7 @@ def accuracy(model, task: Task, b: Batch) -> float:
     if task.kind == "encoder-decoder":
         pred = model.greedy(torch.from_numpy(b.src), b.target.shape[1], BOS).numpy()
     else:
-        logits, _ = model(torch.from_numpy(b.src))
+        (logits, _), _ = run(as_loaded(model), (torch.from_numpy(b.src), None))
         pred = logits.argmax(-1).numpy()
     model.train(was)
     return float((pred == b.target)[b.loss_mask].mean())
@@ -111,7 +120,8 @@ def accuracy(model, task: Task, b: Batch) -> float:
 def probe_attention(model, probe: Batch) -> dict[str, np.ndarray]:
     was = model.training
     model.eval()
-    _, att = model(torch.from_numpy(probe.src), None if probe.tgt_in is None else torch.from_numpy(probe.tgt_in))
+    tgt = None if probe.tgt_in is None else torch.from_numpy(probe.tgt_in)
+    (_, att), _ = run(as_loaded(model), (torch.from_numpy(probe.src), tgt))
     model.train(was)
     return stacks_to_numpy(att)
 
@@ -173,19 +183,25 @@ def train(config: TrainConfig = TrainConfig(), callback: Callable[[Progress], No
         torch.set_num_threads(old_threads)
 
 
+def warmup_cosine(opt, warmup: int, steps: int, floor: float):
+    """The learning-rate schedule both trainers use: linear warm-up over `warmup` steps, then cosine decay to
+    `floor` times the peak at `steps`."""
+    def lr_at(step):
+        if step < warmup:
+            return (step + 1) / warmup
+        t = (step - warmup) / max(1, steps - warmup)
+        return floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * min(1.0, t)))
+
+    return torch.optim.lr_scheduler.LambdaLR(opt, lr_at)
+
+
 def _train(config, task, cfg, callback, cancel, keep_weights) -> Run:
     start = time.perf_counter()  # the reported seconds include building the model and every snapshot
     model = ScratchTransformer(cfg)
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=0.01, betas=(0.9, 0.98))
 
-    def lr_at(step):  # linear warm-up, then cosine down to 10% of the peak
-        if step < config.warmup:
-            return (step + 1) / config.warmup
-        t = (step - config.warmup) / max(1, config.steps - config.warmup)
-        return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, t)))
-
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_at)
+    sched = warmup_cosine(opt, config.warmup, config.steps, 0.1)
     sampler = Sampler(task, config.seed, n_heldout=config.final_eval_size)
     quick_eval = _head(sampler.heldout, config.eval_size)
     probe = task.probe()
@@ -204,8 +220,7 @@ def _train(config, task, cfg, callback, cancel, keep_weights) -> Run:
         f_acc.append(acc)
         return att, acc
 
-    with torch.no_grad():
-        first_loss = float(_loss(model, task, sampler.heldout)[0])
+    first_loss = float(_loss(model, task, sampler.heldout, grad=False)[0])
     snapshot(0, first_loss)
     completed, step, losses = run_steps(
         config.steps, lambda: _loss(model, task, sampler.batch(config.batch_size))[0], opt, list(model.parameters()),

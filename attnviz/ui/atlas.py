@@ -19,7 +19,8 @@ from attnviz.atlas.stats import STAT_LABELS, STATS
 from attnviz.errors import AttnvizError
 from attnviz.ui import jobs
 from attnviz.ui.figure import show_figure
-from attnviz.ui.metrics import clicked_head
+from attnviz.ui.heads import clicked_head
+from attnviz.ui.numbers import number_box
 from attnviz.units import count_text
 
 JOB = "at_job"
@@ -187,10 +188,10 @@ def open_head_on_typical(atlas, layer: int, head: int) -> None:
 
 
 def head_grid_clicks(atlas, fig, key: str) -> None:
-    event = show_figure(fig, key=key, on_select="rerun", selection_mode="points")
-    hit = clicked_head(event)
-    if hit:
-        open_head_on_typical(atlas, *hit)
+    """Show a head grid of the atlas; a click opens that head on its most typical corpus sentence."""
+    from attnviz.ui.metrics import clickable_head_grid
+
+    clickable_head_grid(fig, key, on_click=lambda layer, head: open_head_on_typical(atlas, layer, head))
 
 
 # ------------------------------------------------------------------ the five views
@@ -210,7 +211,7 @@ def pattern_view(atlas) -> None:
                         key="at_kind")
     args = {}
     if kind == "offset":
-        args["offset"] = int(c2.number_input("Offset (key − query)", -20, 20, -1, key="at_offset"))
+        args["offset"] = int(number_box(c2, "Offset (key − query)", -20, 20, -1, key="at_offset"))
     elif kind == "regex":
         args["q_regex"] = c2.text_input("Query token (regex)", "^[A-Za-z]+$", key="at_qre")
         args["k_regex"] = c3.text_input("Key token (regex)", r"^[.,;!?]$", key="at_kre")
@@ -255,8 +256,8 @@ def related_view(atlas) -> None:
     fig = af.head_scatter(atlas.head_map(), best, best_score, atlas.n_heads, min_score, selected=chosen)
     left, right = st.columns([3, 2])
     with left:
-        event = show_figure(fig, key="at_mds", on_select="rerun", selection_mode="points")
-    hit = clicked_head(event)
+        show_figure(fig, key="at_mds", on_select="rerun", selection_mode="points")
+    hit = clicked_head("at_mds")
     if hit and hit != chosen:
         st.session_state["at_related_head"] = chosen = hit
         st.rerun()
@@ -286,8 +287,8 @@ def syntax_view(atlas) -> None:
     parser = atlas.info.get("parser") or "unknown"
     st.caption(f"Parses: **{parser}**." + (" spaCy's parses are *silver*: a parser's guesses, not gold annotation; "
                                           "accuracies against them inherit its errors." if "spaCy" in parser else ""))
-    rows = atlas.syntax_report(min_arcs=int(st.number_input("Relations with at least this many arcs", 1, 10_000, 10,
-                                                             key="at_min_arcs")))
+    rows = atlas.syntax_report(min_arcs=int(number_box(st, "Relations with at least this many arcs", 1, 10_000, 10,
+                                                        key="at_min_arcs")))
     if not rows:
         st.info("No relation has that many arcs in this corpus.")
         return
@@ -310,6 +311,7 @@ def syntax_view(atlas) -> None:
 def sentence_arcs(atlas, layer: int, head: int) -> None:
     """One parsed sentence: its dependency arcs, and where a head's attention goes (each word's strongest target)."""
     from attnviz.atlas.syntax import word_attention
+    from attnviz.types import Request
     from attnviz.ui.cache import get_model, get_result
 
     st.markdown("**One sentence**: its dependencies above the words, and below them where the chosen head looks "
@@ -318,13 +320,13 @@ def sentence_arcs(atlas, layer: int, head: int) -> None:
     c1, c2, c3 = st.columns([4, 1, 1])
     sid = c1.selectbox("Sentence", [s for s, _ in sents], key="at_arc_sid",
                        format_func=dict(sents).get)
-    layer = int(c2.number_input("Layer", 0, atlas.n_layers - 1, layer, key="at_arc_layer"))
-    head = int(c3.number_input("Head", 0, atlas.n_heads - 1, head, key="at_arc_head"))
+    layer = int(number_box(c2, "Layer", 0, atlas.n_layers - 1, layer, key="at_arc_layer"))
+    head = int(number_box(c3, "Head", 0, atlas.n_heads - 1, head, key="at_arc_head"))
     try:
         parse = atlas.parse_of(sid)
         key = atlas.info["model"]
         get_model(key)
-        result = get_result(key, dict(sents)[sid], None, atlas.info.get("max_tokens"))
+        result = get_result(Request(key, dict(sents)[sid], None, atlas.info.get("max_tokens")))
     except AttnvizError as e:
         st.warning(str(e))
         return
@@ -342,9 +344,9 @@ def sentence_arcs(atlas, layer: int, head: int) -> None:
 
 def search_view(atlas) -> None:
     c = st.columns([1, 1, 1, 2, 2])
-    layer = int(c[0].number_input("Layer", 0, atlas.n_layers - 1, 0, key="at_s_layer"))
-    head = int(c[1].number_input("Head", 0, atlas.n_heads - 1, 0, key="at_s_head"))
-    w = float(c[2].number_input("Weight above", 0.0, 1.0, 0.3, 0.05, key="at_s_w"))
+    layer = int(number_box(c[0], "Layer", 0, atlas.n_layers - 1, 0, key="at_s_layer"))
+    head = int(number_box(c[1], "Head", 0, atlas.n_heads - 1, 0, key="at_s_head"))
+    w = float(number_box(c[2], "Weight above", 0.0, 1.0, 0.3, step=0.05, key="at_s_w"))
     qx = c[3].text_input("From a token matching", "", key="at_s_q", placeholder="regex, e.g. ^(he|she|it)$")
     kx = c[4].text_input("To a token matching", "", key="at_s_k", placeholder="regex; empty = any")
     try:

@@ -17,10 +17,12 @@ from attnviz.extract import encode
 from attnviz.metrics.flow import MAX_FLOW_TOKENS
 from attnviz import timings
 from attnviz.models.registry import parameter_count
+from attnviz.types import Request
 from attnviz.ui import jobs
 from attnviz.ui.cache import get_model, trust_report
 from attnviz.ui.figure import figure_beside, show_figure
 from attnviz.ui.heads import token_picker
+from attnviz.ui.numbers import number_box
 from attnviz.ui.share import bind
 from attnviz.units import count_text
 
@@ -55,19 +57,17 @@ def _randomise_default(model_key: str, loaded) -> int:
 class Settings:
     """One report's key: everything the numbers depend on."""
 
-    model_key: str
-    text: str
+    request: Request  # the model and text (no pair, no token limit: the report reads neither)
     kind: str
     position: int | None
     token: str | None
     second: str | None
     steps: int
     randomise: bool
-    max_tokens: int | None = None
 
     def report(self, report=None, cancel=None):
-        return trust_report(self.model_key, self.text, self.kind, self.position, self.token, self.second,
-                            self.steps, self.randomise, self.max_tokens, _report=report, _cancel=cancel)
+        return trust_report(self.request, self.kind, self.position, self.token, self.second, self.steps,
+                            self.randomise, _report=report, _cancel=cancel)
 
 
 def _default_position(kind: str, enc) -> int:
@@ -77,9 +77,10 @@ def _default_position(kind: str, enc) -> int:
     return int(content[min(1, len(content) - 1)]) if len(content) else 0
 
 
-def controls(model_key: str, text: str, pair: str | None) -> Settings | None:
-    """The target (only the kinds this model has), its position or second sentence, the steps; None after a
-    plain message when the text or model cannot be used."""
+def controls(request: Request) -> Settings | None:
+    """The target (only the kinds this model has), its position or second sentence (the request's pair by
+    default), the steps; None after a plain message when the text or model cannot be used."""
+    model_key, text, pair = request.model, request.text, request.pair
     bind(URL_KEYS, former=EARLIER_LINK_NAMES)
     loaded = get_model(model_key)
     kinds = tg.supported_kinds(loaded)
@@ -133,12 +134,12 @@ def controls(model_key: str, text: str, pair: str | None) -> Settings | None:
                                    "leading space counts: for most causal models ' Paris' and 'Paris' are different "
                                    "tokens.") or None
     c4, c5 = st.columns([3, 5])
-    steps = c4.number_input("Integrated-gradients steps", min_value=MIN_STEPS, max_value=MAX_STEPS, step=8,
-                            key="trust_steps", disabled=busy,
-                            help=f"Points on the path from the baseline to the input ({MIN_STEPS}-{MAX_STEPS}): "
-                                 "all-zero word embeddings for an encoder, a neutral token's embedding for a causal "
-                                 "model. Each is one forward and one backward pass: the cost grows linearly with the "
-                                 "steps. The result says how far the scores are from adding up; more steps reduce it.")
+    steps = number_box(c4, "Integrated-gradients steps", MIN_STEPS, MAX_STEPS, DEFAULT_STEPS, step=8,
+                       key="trust_steps", disabled=busy,
+                       help=f"Points on the path from the baseline to the input ({MIN_STEPS}-{MAX_STEPS}): "
+                            "all-zero word embeddings for an encoder, a neutral token's embedding for a causal "
+                            "model. Each is one forward and one backward pass: the cost grows linearly with the "
+                            "steps. The result says how far the scores are from adding up; more steps reduce it.")
     randomise = c5.toggle("Model-randomisation check (about doubles the time)", key="trust_random", disabled=busy,
                           help="Recompute every method on a copy of the model whose transformer blocks are "
                                "re-initialised at random (Adebayo et al. 2018).")
@@ -150,19 +151,19 @@ def controls(model_key: str, text: str, pair: str | None) -> Settings | None:
         st.caption(f"This input has {count_text(n)} tokens: attention flow runs up to {count_text(MAX_FLOW_TOKENS)} tokens, so it is skipped "
                    "(rollout, gradients and the rest work at any length).")
     # a token's leading space is part of it (' Paris' is not 'Paris'): only the end is trimmed
-    return Settings(model_key, text, kind, position, (token or "").rstrip() or None,
+    return Settings(Request(model_key, text), kind, position, (token or "").rstrip() or None,
                     (second or "").strip() or None, int(steps), bool(randomise))
 
 
 def _detail(settings: Settings) -> str:
     """The conditions a run's duration is kept with: tokens, steps, the randomisation check."""
-    n = len(encode(get_model(settings.model_key), settings.text).ids)
+    n = len(encode(get_model(settings.request.model), settings.request.text).ids)
     return (f"{n:,} tokens, {settings.steps} steps, randomisation check {'on' if settings.randomise else 'off'}")
 
 
 def _start(settings: Settings) -> None:
     jobs.start(JOB, lambda report, cancel: settings.report(report, cancel), "attributions", tag=settings,
-               timing=(settings.model_key, timings.TRUST, _detail(settings)), settings=settings)
+               timing=(settings.request.model, timings.TRUST, _detail(settings)), settings=settings)
 
 
 def _collect(job: jobs.Job) -> None:
@@ -183,7 +184,7 @@ def run_controls(settings: Settings) -> None:
     b[0].button("▶ Run", key="trust_run", type="primary", disabled=busy, on_click=_start, args=(settings,))
     b[1].button("■ Cancel", key="trust_cancel", disabled=not busy, on_click=jobs.cancel, args=(JOB,))
     b[2].caption("Runs in the background with progress and the time left. On "
-                 f"{settings.model_key}: {timings.hint(settings.model_key, timings.TRUST)}.")
+                 f"{settings.request.model}: {timings.hint(settings.request.model, timings.TRUST)}.")
     jobs.watch(JOB, _draw, on_done=_collect)
     job = jobs.current(JOB)
     if job is not None and job.done and job.error and job.data["settings"] == settings:
@@ -205,7 +206,7 @@ def headline(report) -> None:
                          f"share of it: their sum minus (f(x) − f(baseline)) = {report.ig.delta:.3g} with "
                          f"{report.ig_steps} steps; f(baseline) = {report.ig.f_baseline:.4g}. "
                          f"Baseline: {report.ig.baseline}.")
-    m[2].metric("Removable tokens", f"{int(report.candidates.sum())} of {len(report.tokens)}")
+    m[2].metric("Removable tokens", f"{count_text(int(report.candidates.sum()))} of {count_text(len(report.tokens))}")
     m[3].metric("Time", f"{report.seconds:.1f} s")
     st.caption(f"Explained: **{report.target.label}**. Baseline (where integrated gradients start, and what a "
                f"removed token becomes): {report.baseline}.")

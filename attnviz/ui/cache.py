@@ -14,10 +14,11 @@ from attnviz.metrics.roles import RoleScores, result_role_scores
 from attnviz.models import load_model
 from attnviz.query_key.qk import QueryKey, query_key
 from attnviz.training.runs import Run, load, recorded_runs
+from attnviz.types import AttentionResult, LoadedModel, Request
 
 
 @st.cache_resource(max_entries=3, show_spinner=False)
-def get_model(key: str, _progress=None):
+def get_model(key: str, _progress=None) -> LoadedModel:
     """LoadedModel for a registry key, hub id or folder. Shared: never mutate it. _progress: the load's
     attnviz.progress.Progress (left out of the key; ui.jobs.load_model draws it)."""
     import transformers
@@ -48,8 +49,9 @@ def settle_collector() -> None:
 # cache_resource, not cache_data: an AttentionResult's arrays are read-only, so sessions can
 # share it without the ~45 ms unpickled copy cache_data makes per hit at 512 tokens.
 @st.cache_resource(max_entries=16, show_spinner=False)
-def get_result(model_key: str, text: str, text_pair: str | None, max_tokens: int | None):
-    return extract(get_model(model_key), text, text_pair, max_tokens=max_tokens)
+def get_result(request: Request) -> AttentionResult:
+    """The AttentionResult of a request (shared by all sessions: read-only arrays, never mutate it)."""
+    return extract(get_model(request.model), request.text, request.pair, max_tokens=request.max_tokens)
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
@@ -59,57 +61,64 @@ def recorded(name: str) -> Run | None:
     return load(path) if path else None
 
 
+@st.cache_resource(max_entries=2, show_spinner=False)
+def vision_model(name: str):
+    """A ViT or DeiT from a folder, with eager attention (shared: never mutate it)."""
+    from attnviz.vision.hf import load_vision_model
+
+    return load_vision_model(name)
+
+
 # q and k of every layer: 9.4 MB for MiniLM at 512 tokens, ~70 MB for SmolLM2; a few entries only.
 @st.cache_resource(max_entries=4, show_spinner=False)
-def get_query_key(model_key: str, text: str, text_pair: str | None, max_tokens: int | None) -> QueryKey:
-    """QueryKey of the model and text (shared by all sessions: read-only arrays, never mutate it)."""
-    return query_key(get_model(model_key), text, text_pair, max_tokens=max_tokens)
+def get_query_key(request: Request) -> QueryKey:
+    """QueryKey of the request (shared by all sessions: read-only arrays, never mutate it)."""
+    return query_key(get_model(request.model), request.text, request.pair, max_tokens=request.max_tokens)
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
-def analysis(key: str, text: str, pair: str | None, max_tokens: int | None, quantity: str = "weights",
-             words: bool = False):
+def analysis(request: Request, quantity: str = "weights", words: bool = False):
     """HeadAnalysis of the result through the lens `quantity`, at word level when `words`."""
-    result = lensed_result(key, text, pair, max_tokens, quantity)
+    result = lensed_result(request, quantity)
     if words:
-        result = word_level(result, key, text, pair, max_tokens, quantity)
+        result = word_level(result, request, quantity)
     return analyse(result)
 
 
 # Value-weighted attention, ALTI and mixing ratios of every layer (Contributions page, the lens):
 # (layer, head, n, n) + 3 x (layer, n, n) float32, ~100 MB for MiniLM at 512 tokens: a few entries.
 @st.cache_resource(max_entries=4, show_spinner=False)
-def get_contributions(model_key: str, text: str, text_pair: str | None, max_tokens: int | None):
+def get_contributions(request: Request):
     from attnviz.contrib.compute import contributions
 
-    return contributions(get_model(model_key), text, text_pair, max_tokens=max_tokens)
+    return contributions(get_model(request.model), request.text, request.pair, max_tokens=request.max_tokens)
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
-def lensed_result(model_key: str, text: str, text_pair: str | None, max_tokens: int | None, quantity: str):
+def lensed_result(request: Request, quantity: str) -> AttentionResult:
     """The AttentionResult with `quantity` (weights, value-weighted, ALTI) in place of the weights."""
     from attnviz.contrib.compute import lens
 
-    result = get_result(model_key, text, text_pair, max_tokens)
+    result = get_result(request)
     if quantity == "weights":
         return result
-    return lens(result, get_contributions(model_key, text, text_pair, max_tokens), quantity)
+    return lens(result, get_contributions(request), quantity)
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
-def example_role_scores(key: str, text: str, pair: str | None, words: bool = False) -> RoleScores:
-    result = get_result(key, text, pair, None)
+def example_role_scores(request: Request, words: bool = False) -> RoleScores:
+    result = get_result(request)
     if words:
-        result = word_level(result, key, text, pair, None, result.quantity)
+        result = word_level(result, request, result.quantity)
     return result_role_scores(result)
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
-def ablation_run(key: str, text: str, pair: str | None, heads: tuple):
-    """AblationRun of the sidebar's model and text with `heads` (sorted tuple of (layer, head)) off."""
+def ablation_run(request: Request, heads: tuple):
+    """AblationRun of the request with `heads` (sorted tuple of (layer, head)) off."""
     from attnviz.metrics.ablation import run
 
-    return run(get_model(key), get_result(key, text, pair, None), frozenset(heads))
+    return run(get_model(request.model), get_result(request), frozenset(heads))
 
 
 @st.cache_data(max_entries=512, show_spinner=False)
@@ -126,7 +135,7 @@ def induction_one(key: str, n_words: int, seed: int) -> dict:
     from attnviz.metrics.induction import copy_positions, induction_scores, repeated_text
 
     rt = repeated_text(get_model(key).tokenizer, n_words, seed)
-    result = get_result(key, rt.text, None, None)
+    result = get_result(Request(key, rt.text))
     first, second = copy_positions(result.token_ids, result.special_mask, n_words)
     return {"text": rt.text, **induction_scores(result.attention, first, second)}
 
@@ -148,10 +157,12 @@ def rope_relative_errors(d_head: int, base: float) -> dict:
 # Logit lens of a causal LM (the Logit lens page) at the positions shown (a window and one position;
 # None = all): top 10 ids, labels and probabilities per layer, read-only, shared (never mutate it).
 @st.cache_resource(max_entries=8, show_spinner=False)
-def get_logit_lens(model_key: str, text: str, max_tokens: int | None, positions: tuple | None = None):
+def get_logit_lens(request: Request, positions: tuple | None = None):
+    """LogitLens of the request's text (its pair is not read)."""
     from attnviz.logit_lens.lens import MAX_TOP_K, logit_lens
 
-    return logit_lens(get_model(model_key), text, top_k=MAX_TOP_K, max_tokens=max_tokens, positions=positions)
+    return logit_lens(get_model(request.model), request.text, top_k=MAX_TOP_K, max_tokens=request.max_tokens,
+                      positions=positions)
 
 
 # Trust the view?: the masked-LM head loaded beside the encoder (only for models whose config
@@ -164,17 +175,18 @@ def get_masked_lm(model_key: str):
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
-def trust_report(model_key: str, text: str, kind: str, position: int | None, token: str | None, second: str | None,
-                 steps: int, randomise: bool, max_tokens: int | None, _report=None, _cancel=None):
-    """TrustReport of one input and target (runs in a background job: _report and _cancel are its
-    progress callback and cancel Event, left out of the key; a cancelled run is not cached)."""
+def trust_report(request: Request, kind: str, position: int | None, token: str | None, second: str | None,
+                 steps: int, randomise: bool, _report=None, _cancel=None):
+    """TrustReport of one input (the request's text; its pair is not read) and target (runs in a background job:
+    _report and _cancel are its progress callback and cancel Event, left out of the key; a cancelled run is not
+    cached)."""
     from attnviz.attribution.faithfulness import evaluate
     from attnviz.attribution.targets import MASKED_TOKEN, make_target, token_id_of
     from attnviz.extract import encode
 
-    loaded = get_model(model_key)
-    mlm = get_masked_lm(model_key) if kind == MASKED_TOKEN else None
-    enc = encode(loaded, text, max_tokens=max_tokens)
+    loaded = get_model(request.model)
+    mlm = get_masked_lm(request.model) if kind == MASKED_TOKEN else None
+    enc = encode(loaded, request.text, max_tokens=request.max_tokens)
     target = make_target(loaded, enc, kind, position, token_id_of(loaded, token), second, mlm=mlm)
     return evaluate(loaded, enc, target, steps=steps, randomise=randomise, mlm=mlm, report=_report, cancel=_cancel)
 
@@ -226,8 +238,9 @@ def grid_image(attention: np.ndarray, n_layers: int, n_heads: int, thumb: int, g
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
-def word_level(_result, model_key: str, text: str, pair: str | None, max_tokens: int | None, quantity: str):
-    """The sidebar's result (through its lens, `quantity`) with word pieces merged into words."""
+def word_level(_result: AttentionResult, request: Request, quantity: str) -> AttentionResult:
+    """The request's result (through the lens `quantity`, which with the request names _result in the key) with
+    word pieces merged into words."""
     from attnviz.words.merge import merge_words
 
     return merge_words(_result)
@@ -246,25 +259,26 @@ def atlas_view(folder: str, done: tuple):
 # job (_report, _cancel: its progress callback and cancel Event, left out of the key; a cancelled or failed run
 # raises and is not cached). SmolLM2 at 4,096 tokens holds ~0.4 GB: two entries only. Read-only, shared.
 @st.cache_resource(max_entries=2, show_spinner=False)
-def long_recording(model_key: str, text: str, max_tokens: int, tiles: int, _report=None, _cancel=None):
+def long_recording(request: Request, tiles: int, _report=None, _cancel=None):
+    """(LongAttention, LongSummaries) of the request's text up to its token limit (its pair is not read)."""
     from attnviz.long.record import record_with_summaries
 
     def progress(done, total):
         if _report is not None:
             _report(done, total, f"layer {done} of {total} recorded and summarised")
 
-    return record_with_summaries(get_model(model_key), text, max_tokens=max_tokens, tiles=tiles, progress=progress,
-                                 cancelled=_cancel.is_set if _cancel is not None else None)
+    return record_with_summaries(get_model(request.model), request.text, max_tokens=request.max_tokens, tiles=tiles,
+                                 progress=progress, cancelled=_cancel.is_set if _cancel is not None else None)
 
 
 @st.cache_resource(max_entries=2, show_spinner=False)
-def dense_recording(model_key: str, text: str, max_tokens: int, tiles: int):
+def dense_recording(request: Request, tiles: int):
     """(DenseAttention, LongSummaries) of the dense result: the Long inputs views for a model whose q and k
     cannot be recorded, up to the dense pages' limit."""
     from attnviz.long.dense import DenseAttention
     from attnviz.long.summaries import summarise
 
-    dense = DenseAttention(get_result(model_key, text, None, max_tokens))
+    dense = DenseAttention(get_result(request))
     return dense, summarise(dense, tiles=tiles)
 
 
@@ -288,13 +302,14 @@ def long_head_overview(recording_id: str, _la, layer: int, head: int, tiles: int
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)
-def sink_run(model_key: str, text: str, max_tokens: int, cache: int, sinks: int, _report=None, _cancel=None):
-    """SinkRun of the attention-sink experiment (background job; a cancelled run raises, nothing cached)."""
+def sink_run(request: Request, cache: int, sinks: int, _report=None, _cancel=None):
+    """SinkRun of the attention-sink experiment on the request's text (background job; a cancelled run raises,
+    nothing cached)."""
     from attnviz.long.sinks import sink_experiment
 
     def progress(done, total):
         if _report is not None:
             _report(done, total, f"{done:,} of {total:,} positions (3 cache policies)")
 
-    return sink_experiment(get_model(model_key), text, cache=cache, sinks=sinks, max_tokens=max_tokens,
-                           progress=progress, cancelled=_cancel.is_set if _cancel is not None else None)
+    return sink_experiment(get_model(request.model), request.text, cache=cache, sinks=sinks,
+                           max_tokens=request.max_tokens, progress=progress, cancelled=_cancel.is_set if _cancel is not None else None)

@@ -10,6 +10,7 @@ from attnviz.complexity import measure as cm
 from attnviz.errors import AttnvizError
 from attnviz.ui import jobs
 from attnviz.ui.figure import show_figure
+from attnviz.ui.numbers import number_box
 from attnviz.ui.share import bind
 from attnviz.units import dtype_label, human_bytes, human_flops
 
@@ -233,9 +234,9 @@ def measured_here() -> None:
     c[0].multiselect("Implementations", list(cm.IMPLEMENTATIONS), key="cx_bench_impls",
                      format_func=cm.SHORT_NAMES.get, disabled=running)
     c[1].select_slider("Largest n", cm.SIZE_CHOICES, key="cx_bench_max", disabled=running)
-    c[2].number_input("Heads", key="cx_bench_heads", min_value=1, max_value=16, step=1, disabled=running)
-    c[3].number_input("Memory cap (GiB)", key="cx_bench_mem", min_value=0.1, max_value=16.0, step=0.5,
-                      disabled=running, help="1 GiB = 2³⁰ bytes.")
+    number_box(c[2], "Heads", 1, 16, key="cx_bench_heads", disabled=running)
+    number_box(c[3], "Memory cap (GiB)", 0.1, 16.0, key="cx_bench_mem", step=0.5,
+               disabled=running, help="1 GiB = 2³⁰ bytes.")
     try:
         bcfg = _bench_config()
     except AttnvizError as e:

@@ -6,6 +6,7 @@ import streamlit as st
 
 from attnviz.contrib.compute import DESCRIPTIONS, LABELS, QUANTITIES, lens
 from attnviz.errors import AttnvizError
+from attnviz.types import AttentionResult, Request
 
 LENS = "lens"  # session key of the sidebar control (shared in the URL)
 TRAINED_CONTRIB = "training_contributions"  # Contributions of the stored toy-model frame, when known
@@ -33,14 +34,15 @@ def quantity() -> str:
     return q if q in QUANTITIES else "weights"
 
 
-def apply(result, model_key: str, text: str, pair: str | None, max_tokens: int | None, trained: bool):
-    """`result` seen through the sidebar's lens, or the weights after a plain message saying why
-    the lens cannot apply (the model's blocks are not covered, a toy frame without weights)."""
+def apply(result: AttentionResult, request: Request | None) -> AttentionResult:
+    """`result` (of `request`; None: the trained toy model's stored frame) seen through the sidebar's lens, or
+    the weights after a plain message saying why the lens cannot apply (the model's blocks are not covered, a toy
+    frame without weights)."""
     q = quantity()
     if q == "weights":
         return result
     try:
-        if trained:
+        if request is None:
             contrib = st.session_state.get(TRAINED_CONTRIB)
             if contrib is None:
                 raise AttnvizError("Contributions need the model's weights at this step, and the training page "
@@ -49,7 +51,7 @@ def apply(result, model_key: str, text: str, pair: str | None, max_tokens: int |
         from attnviz.ui.cache import lensed_result
 
         with st.spinner(f"Computing {OPTIONS[q]} for every layer…"):
-            return lensed_result(model_key, text, pair, max_tokens, q)
+            return lensed_result(request, q)
     except AttnvizError as e:
         st.info(f"{e} Showing attention weights instead.")
         return result
@@ -79,9 +81,10 @@ def model_and_contributions(model_key: str, text: str):
     """(AttentionResult, Contributions) of a packaged model on a text, or (None, None) after a plain message."""
     from attnviz.ui.cache import get_contributions, get_result
 
+    request = Request(model_key, text)
     try:
         with st.spinner(f"Running {model_key} and working out what every block moves…"):
-            return get_result(model_key, text, None, None), get_contributions(model_key, text, None, None)
+            return get_result(request), get_contributions(request)
     except AttnvizError as e:
         st.warning(str(e))
         return None, None

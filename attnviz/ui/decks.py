@@ -19,6 +19,7 @@ import streamlit as st
 from attnviz.decks import deck as dk
 from attnviz.decks import store
 from attnviz.errors import AttnvizError
+from attnviz.types import Request
 from attnviz.ui.registry import HOME, PAGES, page as page_spec
 
 DECK = "deck"  # session key: the Deck being built on the Deck page
@@ -523,7 +524,7 @@ def prepare(d: dk.Deck, report) -> list[str]:
         pair = s.params.get("text_pair") if s.params.get("use_pair") in ("1", "true", "True") else None
         try:
             get_model(model)
-            get_result(model, text, pair or None, None)
+            get_result(Request(model, text, pair or None))
         except AttnvizError as e:
             failures.append(f"Slide {i + 1} ({s.title!r}): {e}")
     report(len(d), len(d), "Done")

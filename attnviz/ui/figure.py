@@ -139,11 +139,14 @@ def _auto_key(fig) -> str:
     return f"fig{n}_{_slug(title)[:40]}"
 
 
-def show_figure(fig, key: str | None = None, *, name: str | None = None, exports: bool = True, **kwargs):
-    """Draw a plotly figure; return what st.plotly_chart returns (the selection with on_select).
+def show_figure(fig, key: str | None = None, *, name: str | None = None, exports: bool = True, toolbar: bool = True,
+                **kwargs):
+    """The one way to draw a plotly figure; returns what st.plotly_chart returns (the selection with on_select:
+    read a clicked head with ui.heads.clicked_head(key)).
 
     In presentation mode fonts and heights grow. Below the figure: downloads of its numbers
-    (CSV), an offline HTML page and an SVG; the camera icon saves a PNG in the browser."""
+    (CSV), an offline HTML page and an SVG; the camera icon saves a PNG in the browser. toolbar=False hides
+    plotly's buttons (the lab pages' figures)."""
     key = key or _auto_key(fig)
     title = fig.layout.title.text if fig.layout.title and fig.layout.title.text else None
     name = _slug(name or title or key)
@@ -155,6 +158,8 @@ def show_figure(fig, key: str | None = None, *, name: str | None = None, exports
     if presenting():
         present_figure(fig)
     config = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "filename": name, "scale": 2}}
+    if not toolbar:
+        config["displayModeBar"] = False
     config.update(kwargs.pop("config", {}))
     kwargs.setdefault("width", "stretch")
     event = st.plotly_chart(fig, key=key, config=config, **kwargs)

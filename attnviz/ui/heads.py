@@ -71,26 +71,35 @@ def head_picker(n_layers: int, n_heads: int, prefix: str, columns=None, write_ba
     return layer, head
 
 
-def consume_selection(chart_key: str) -> tuple[int, int] | None:
-    """The (layer, head) customdata of a NEW click on a plotly chart with on_select, once.
+def _customdata(point) -> list:
+    """A selected point's customdata as a list (a typed array arrives as {"0": layer, "1": head})."""
+    data = point.get("customdata") if hasattr(point, "get") else None
+    if isinstance(data, dict):
+        data = [data[k] for k in sorted(data, key=int)]
+    return list(data) if data is not None else []
 
-    Streamlit keeps a chart's selection across reruns; this returns it only when it changed,
-    so later picker changes are not overridden by an old click."""
+
+def clicked_head(chart_key: str) -> tuple[int, int] | None:
+    """The one click parser: the (layer, head) customdata of a NEW click on the chart drawn with
+    show_figure(..., key=chart_key, on_select="rerun"), once; None otherwise. Call it before or after the chart.
+
+    Streamlit keeps a chart's selection across reruns; this returns it only when it changed, so later
+    picker changes are not overridden by an old click (and a chart drawn again without a selection, after
+    the visitor comes back to the page, takes a click on the same head again)."""
     state = st.session_state.get(chart_key)
     points = []
     if state is not None:
         sel = state.get("selection", {}) if hasattr(state, "get") else getattr(state, "selection", {})
         points = sel.get("points", []) if hasattr(sel, "get") else []
+    data = [_customdata(p) for p in points]
     marker = f"_{chart_key}_seen"
-    current = tuple(tuple(p.get("customdata") or ()) for p in points)
-    if not points or st.session_state.get(marker) == current:
-        st.session_state[marker] = current
-        return None
+    current = tuple(tuple(d) for d in data)
+    seen = st.session_state.get(marker)
     st.session_state[marker] = current
-    cd = points[0].get("customdata")
-    if not cd or len(cd) < 2:
+    if not points or seen == current:
         return None
-    return int(cd[0]), int(cd[1])
+    hit = next((d for d in data if len(d) >= 2), None)
+    return (int(hit[0]), int(hit[1])) if hit is not None else None
 
 
 def _picked(key: str, widget_key: str, labels: list[str], positions: list[int]) -> None:

@@ -8,8 +8,6 @@ from attnviz.errors import BadInput
 from attnviz.lab.matrix_text import format_matrix, parse_matrix
 from attnviz.ui.registry import lecture_order
 
-PLOT_CONFIG = {"displayModeBar": False}
-
 
 def lab_header(page_file: str, intro: str) -> None:
     """Title with the lecture number, and the page's few-sentence explanation (folded into 'About this view' in
@@ -85,13 +83,6 @@ def reset_button(keys: list[str], label: str = "Reset to the example", key: str 
             st.session_state.pop(_kept(k), None)
 
     st.button(label, on_click=_reset, key=key)
-
-
-def show_figure(fig, key: str | None = None) -> None:
-    """The app-wide figure display (presentation sizing, CSV/HTML/SVG exports)."""
-    from attnviz.ui.figure import show_figure as show
-
-    show(fig, key=key, config=PLOT_CONFIG)
 
 
 def int_list_input(label: str, default: str, key: str, help: str | None = None) -> list[int] | None:

@@ -6,6 +6,7 @@ import streamlit as st
 
 from attnviz.errors import AttnvizError
 from attnviz.logit_lens.figures import DEFAULT_WINDOW, window
+from attnviz.types import Request
 from attnviz.ui.page import stop as stop_page
 from attnviz.units import count_text
 
@@ -32,13 +33,14 @@ def require_causal(loaded) -> None:
     stop_page()
 
 
-def causal_of_sidebar(max_tokens: int | None = None):
-    """(model key, text, max tokens, input tokens) of the sidebar's causal LM, or stop the page with a
-    plain message (toy model, no model, an encoder: with the switch button)."""
+def causal_of_sidebar(max_tokens: int | None = None) -> tuple[Request, list[str]]:
+    """(Request, input tokens) of the sidebar's causal LM and text (the pair dropped) under `max_tokens`, or stop
+    the page with a plain message (toy model, no model, an encoder: with the switch button)."""
     from attnviz.extract import encode
     from attnviz.ui.metrics import sidebar_model
 
-    key, text, pair, loaded = sidebar_model("The logit lens")
+    request, loaded = sidebar_model("The logit lens")
+    text, pair = request.text, request.pair
     try:
         require_causal(loaded)
         e = encode(loaded, text, max_tokens=max_tokens)
@@ -57,16 +59,16 @@ def causal_of_sidebar(max_tokens: int | None = None):
     elif t.truncated:
         st.info(f"The text is {t.n_tokens_requested:,} tokens long; the lens reads at most {t.max_tokens}, "
                 f"so the last {t.n_dropped:,} tokens were dropped.")
-    return key, text, max_tokens, e.tokens
+    return Request(request.model, text, None, max_tokens), e.tokens
 
 
-def lens_at(key: str, text: str, max_tokens: int | None, positions) -> object:
+def lens_at(request: Request, positions) -> object:
     """The LogitLens of `positions` (cached), or stop the page with a plain message."""
     from attnviz.ui.cache import get_logit_lens
 
     try:
         with st.spinner("Reading every layer through the unembedding…"):
-            return get_logit_lens(key, text, max_tokens, tuple(sorted({int(p) for p in positions})))
+            return get_logit_lens(request, tuple(sorted({int(p) for p in positions})))
     except AttnvizError as err:
         st.warning(str(err))
         stop_page()

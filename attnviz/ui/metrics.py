@@ -8,13 +8,10 @@ from attnviz.errors import AttnvizError
 from attnviz.examples import examples
 from attnviz.metrics.analysis import analyse
 from attnviz.metrics.roles import RoleScores, average_scores
-from attnviz.ui.cache import get_result
+from attnviz.types import AttentionResult, LoadedModel, Request
+from attnviz.ui.cache import ablation_run, analysis, example_role_scores, get_result, induction_one
 from attnviz.ui.page import stop as stop_page
-from attnviz.ui.sidebar import model_key, sidebar_inputs, using_trained  # noqa: F401  (re-exported for pages)
-from attnviz.ui.cache import analysis
-from attnviz.ui.cache import example_role_scores
-from attnviz.ui.cache import ablation_run
-from attnviz.ui.cache import induction_one
+from attnviz.ui.sidebar import model_key, sidebar_request, using_trained  # noqa: F401  (re-exported for pages)
 
 HEATMAP_PAGE = "app_pages/heatmap.py"
 
@@ -34,23 +31,23 @@ def analysis_of_sidebar(max_tokens: int | None = None, result=None):
         return cached[1]
     from attnviz.ui.contrib import quantity
 
-    key, text, pair = sidebar_inputs()
+    request = sidebar_request(max_tokens)
     with st.spinner("Analysing every head…"):
         try:
-            return analysis(key, text, pair, max_tokens, result.quantity if result is not None else quantity(),
+            return analysis(request, result.quantity if result is not None else quantity(),
                             words=result is not None and result.word_starts is not None)
         except AttnvizError:  # the lens cannot apply (said where the result was drawn): weights
-            return analysis(key, text, pair, max_tokens)
+            return analysis(request)
 
 
-def hf_inputs(what: str):
-    """(result, model key, text, second sentence or None) for a page that runs the model again;
-    stops the page with a plain message when there is no result or the model is the toy one."""
+def hf_inputs(what: str) -> tuple[AttentionResult, Request]:
+    """(result, its Request) for a page that runs the model again; stops the page with a plain message when
+    there is no result or the model is the toy one."""
     from attnviz.ui.sidebar import require_result
 
     result = require_result()
     require_hf_model(what)
-    return (result, *sidebar_inputs())
+    return result, sidebar_request()
 
 
 def require_hf_model(what: str) -> None:
@@ -87,13 +84,14 @@ def switch_to_causal_button(key: str) -> bool:
     return True
 
 
-def sidebar_model(what: str):
-    """(model key, text, second sentence or None, LoadedModel) of the sidebar, the model loaded under a spinner;
-    or stop the page with a plain message (the trained toy model, no model chosen, a model that does not load)."""
+def sidebar_model(what: str) -> tuple[Request, LoadedModel]:
+    """(Request, LoadedModel) of the sidebar, the model loaded under a spinner; or stop the page with a plain
+    message (the trained toy model, no model chosen, a model that does not load)."""
     from attnviz.ui.jobs import load_model
 
     require_hf_model(what)
-    key, text, pair = sidebar_inputs()
+    request = sidebar_request()
+    key = request.model
     if not key:
         st.info("Type a HuggingFace hub id or a local model folder in the sidebar.")
         stop_page()
@@ -102,7 +100,7 @@ def sidebar_model(what: str):
     except AttnvizError as e:
         st.warning(str(e))
         stop_page()
-    return key, text, pair, loaded
+    return request, loaded
 
 
 ABLATED = "ablated_by_model"  # session key: {model key: set of ablated (layer, head)}
@@ -147,29 +145,16 @@ def open_head(layer: int, head: int, text: str | None = None) -> None:
     st.switch_page(HEATMAP_PAGE)
 
 
-def clickable_head_grid(fig, key: str, text: str | None = None) -> None:
-    """Show a head-grid figure; a click on a cell opens that head on the heatmap page (on `text`
-    when given, else on the sidebar's text)."""
+def clickable_head_grid(fig, key: str, text: str | None = None, on_click=None) -> None:
+    """Show a head-grid figure; a click on a cell opens that head: on_click(layer, head) when given, else on the
+    heatmap page (on `text` when given, else on the sidebar's text)."""
     from attnviz.ui.figure import show_figure
+    from attnviz.ui.heads import clicked_head
 
-    hit = clicked_head(show_figure(fig, key=key, on_select="rerun", selection_mode="points"))
+    show_figure(fig, key=key, on_select="rerun", selection_mode="points")
+    hit = clicked_head(key)
     if hit:
-        open_head(*hit, text)
-
-
-def clicked_head(event) -> tuple[int, int] | None:
-    """The (layer, head) customdata of the point a chart's selection event holds, or None."""
-    try:
-        points = event.selection.points if event else []
-    except AttributeError:
-        points = (event or {}).get("selection", {}).get("points", [])
-    for p in points:
-        data = p.get("customdata") if isinstance(p, dict) else None
-        if isinstance(data, dict):  # a typed array arrives as {"0": layer, "1": head}
-            data = [data[k] for k in sorted(data, key=int)]
-        if data is not None and len(data) >= 2:
-            return int(data[0]), int(data[1])
-    return None
+        (on_click or (lambda layer, head: open_head(layer, head, text)))(*hit)
 
 
 def corpus_role_scores(key: str, words: bool = False) -> RoleScores | None:
@@ -185,7 +170,7 @@ def corpus_role_scores(key: str, words: bool = False) -> RoleScores | None:
         with Bar("Scoring the example sentences…", hint=timings.hint(key, timings.ROLES),
                  timing=(key, timings.ROLES, detail)) as bar:
             for i, (a, b) in enumerate(items):
-                scores.append(example_role_scores(key, a, b, words))
+                scores.append(example_role_scores(Request(key, a, b), words))
                 bar(i + 1, len(items), f"Scored {i + 1} of {len(items)} example sentences")
     except AttnvizError as e:
         st.warning(str(e))
@@ -205,30 +190,22 @@ def head_table(values: dict[str, np.ndarray]):
     return pd.DataFrame(data)
 
 
-def head_selectors(prefix: str, n_layers: int, n_heads: int) -> tuple[int, int]:
-    """The shared layer/head picker for a panel of its own: it starts at (and follows) the shared
-    head but does not change it."""
-    from attnviz.ui.heads import head_picker
-
-    return head_picker(n_layers, n_heads, prefix, write_back=False)
-
-
-def rank_all_heads(key: str, text: str, pair: str | None) -> np.ndarray:
+def rank_all_heads(request: Request) -> np.ndarray:
     """(layer, head) effect of ablating each head alone, with a progress bar; kept in session state."""
     from attnviz.metrics.ablation import rank_heads
     from attnviz.ui.cache import get_model
 
     store = st.session_state.setdefault("ab_rankings", {})
-    if (key, text, pair) in store:
-        return store[(key, text, pair)]
+    if request in store:
+        return store[request]
     from attnviz.ui.jobs import Bar
 
     with Bar("Switching off each head in turn…") as bar:
-        out = rank_heads(get_model(key), get_result(key, text, pair, None), ablation_run(key, text, pair, ()),
+        out = rank_heads(get_model(request.model), get_result(request), ablation_run(request, ()),
                          progress=lambda done, total: bar(done, total, f"Head {done} of {total}"))
     if len(store) > 8:
         store.clear()
-    store[(key, text, pair)] = out
+    store[request] = out
     return out
 
 
@@ -252,4 +229,4 @@ def induction_of_model(key: str, n_words: int, n_sequences: int) -> dict | None:
 
 def corpus_results(key: str) -> list:
     """AttentionResults of the example sentences for the model `key` (cached one by one)."""
-    return [get_result(key, a, b, None) for a, b in examples()]
+    return [get_result(Request(key, a, b)) for a, b in examples()]

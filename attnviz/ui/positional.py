@@ -8,6 +8,7 @@ import streamlit as st
 from attnviz import positional as pe
 from attnviz.errors import AttnvizError, BadInput
 from attnviz.positional import figures as plots
+from attnviz.ui.numbers import number_box
 from attnviz.units import count_text
 
 SMALL_SIDE = 128  # cells per side of the sinusoidal companions in the Learned tab (keeps it under ~1 MB)
@@ -30,11 +31,11 @@ def explain(markdown: str) -> None:
 # ---------------------------------------------------------------- Sinusoidal
 def sinusoidal_tab() -> None:
     c1, c2, c3 = st.columns(3)
-    max_len = c1.number_input("Maximum length (positions)", 1, pe.MAX_LENGTH, key="pe_maxlen")
-    d_model = c2.number_input("d_model", 2, pe.MAX_DIM, step=2, key="pe_dmodel",
-                              help="Must be even: the dimensions come in (sin, cos) pairs.")
-    base = c3.number_input("Base", 2.0, 1e7, step=1000.0, format="%.0f", key="pe_base",
-                           help="10000 in the original Transformer. A larger base gives slower waves.")
+    max_len = number_box(c1, "Maximum length (positions)", 1, pe.MAX_LENGTH, key="pe_maxlen")
+    d_model = number_box(c2, "d_model", 2, pe.MAX_DIM, step=2, key="pe_dmodel",
+                         help="Must be even: the dimensions come in (sin, cos) pairs.")
+    base = number_box(c3, "Base", 2.0, 1e7, step=1000.0, format="%.0f", key="pe_base",
+                      help="10000 in the original Transformer. A larger base gives slower waves.")
     try:
         with st.spinner("Building the table…"):
             table = pe.sinusoidal(int(max_len), int(d_model), float(base))
@@ -86,8 +87,8 @@ def _shift_map(table: np.ndarray, base: float) -> None:
     max_len, d_model = table.shape
     st.subheader("PE(pos + k) is a fixed linear map of PE(pos)")
     c1, c2 = st.columns(2)
-    k = c1.number_input("Offset k", 0, max(0, max_len - 1), min(5, max_len - 1), key="pe_shift")
-    pos = c2.number_input("Position pos", 0, max(0, max_len - 1 - int(k)), min(10, max(0, max_len - 1 - int(k))), key="pe_pos")
+    k = number_box(c1, "Offset k", 0, max(0, max_len - 1), min(5, max_len - 1), key="pe_shift")
+    pos = number_box(c2, "Position pos", 0, max(0, max_len - 1 - int(k)), min(10, max(0, max_len - 1 - int(k))), key="pe_pos")
     k, pos = int(k), int(pos)
     try:
         m_k, actual, predicted = pe.shift_prediction(table, pos, k, base)
@@ -200,9 +201,9 @@ weights prove).""")
 # ---------------------------------------------------------------- RoPE
 def rope_tab() -> None:
     c1, c2, c3 = st.columns(3)
-    d_head = c1.number_input("d_head", 2, 512, step=2, key="pe_rope_d", help="Must be even: RoPE rotates pairs.")
-    base = c2.number_input("Base θ", 2.0, 1e7, step=1000.0, format="%.0f", key="pe_rope_base",
-                           help="10000 in the RoPE paper; SmolLM2 uses 100000.")
+    d_head = number_box(c1, "d_head", 2, 512, step=2, key="pe_rope_d", help="Must be even: RoPE rotates pairs.")
+    base = number_box(c2, "Base θ", 2.0, 1e7, step=1000.0, format="%.0f", key="pe_rope_base",
+                      help="10000 in the RoPE paper; SmolLM2 uses 100000.")
     m = c3.slider("Position m", 0, 200, key="pe_rope_m")
     try:
         thetas = pe.rope_frequencies(int(d_head), float(base))
@@ -236,9 +237,9 @@ def _rope_offsets(d_head: int, base: float) -> None:
 
     st.subheader("q_m · k_n depends only on the offset n − m")
     c1, c2, c3 = st.columns(3)
-    qm = c1.number_input("Query position m", 0, 100_000, 5, key="pe_rope_qm")
-    kn = c2.number_input("Key position n", 0, 100_000, 12, key="pe_rope_kn")
-    shift = c3.number_input("Shift both by s", 0, 100_000, 1000, key="pe_rope_s")
+    qm = number_box(c1, "Query position m", 0, 100_000, 5, key="pe_rope_qm")
+    kn = number_box(c2, "Key position n", 0, 100_000, 12, key="pe_rope_kn")
+    shift = number_box(c3, "Shift both by s", 0, 100_000, 1000, key="pe_rope_s")
     q, k = pe.random_query_key(d_head, seed=0)
     plain, shifted, by_offset = pe.offset_scores(q, k, qm, kn, shift, base)
     rows = [("(R_m q) · (R_n k)", f"m = {qm}, n = {kn}", plain),
@@ -304,7 +305,7 @@ where a query has fewer neighbours to share its attention with. Try base 100 for
 # ---------------------------------------------------------------- ALiBi
 def alibi_tab() -> None:
     c1, c2, c3 = st.columns(3)
-    n_heads = c1.number_input("Heads", 1, 64, key="pe_alibi_heads")
+    n_heads = number_box(c1, "Heads", 1, 64, key="pe_alibi_heads")
     seq_len = c2.slider("Sequence length", 2, 64, key="pe_alibi_len")
     causal = c3.toggle("Causal (decoder)", key="pe_alibi_causal",
                        help="ALiBi was made for decoders: keys after the query are masked.")

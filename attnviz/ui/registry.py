@@ -40,6 +40,8 @@ PAGES: tuple[PageSpec, ...] = tuple(PageSpec(*row) for row in (
     ('Inspect', 'home', 'Home', ':material/home:', '', ''),
     ('Inspect', 'heatmap', 'Attention heatmap', ':material/grid_on:', 'every head as a thumbnail, one head in detail, one token across heads, the text shaded by attention', ''),
     ('Inspect', 'query_key', 'Query · key', ':material/join_inner:', 'one attention row rebuilt from the query and key vectors', ''),
+    ('Inspect', 'vision', 'Vision', ':material/image:', "a vision transformer's attention drawn over image patches", ''),
+    ('Inspect', 'generate', 'Generate', ':material/edit_note:', 'watch a causal LM write: what it attended to for every token, and how sampling chose it', ''),
     ('Inspect', 'long', 'Long inputs', ':material/notes:', 'thousands of tokens on a real LLM: maps on demand, pooled grid, sinks', ''),
     ('Analyse', 'entropy', 'Entropy', ':material/bar_chart:', 'which heads are focused and which are broad', ''),
     ('Analyse', 'rollout', 'Rollout', ':material/account_tree:', 'which input tokens feed each output token (rollout and flow)', ''),
@@ -68,7 +70,7 @@ HOME = PAGES[0]
 # Each page's key prefix (PageSpec.prefix); tests/unit/test_page_keys.py checks that every key a page binds
 # carries it, or is one of the keys shared by all pages (sidebar, deck, links), and that no two pages share one.
 KEY_PREFIXES: dict[str, str] = {
-    "home": "home", "heatmap": "hm", "query_key": "qk", "long": "lg", "entropy": "en", "rollout": "ro",
+    "home": "home", "heatmap": "hm", "query_key": "qk", "vision": "vi", "generate": "gen", "long": "lg", "entropy": "en", "rollout": "ro",
     "head_roles": "hr", "ablation": "ab", "contributions": "ct", "trust": "trust", "logit_lens": "ll",
     "atlas": "at", "compare": "cmp", "lab_steps": "steps", "lab_scaling": "scaling", "lab_temperature": "temp",
     "lab_masks": "masks", "lab_multihead": "mh", "lab_variants": "var", "lab_kv_cache": "kv", "lab_quiz": "quiz",

@@ -6,6 +6,7 @@ import streamlit as st
 from attnviz.errors import AttnvizError
 from attnviz.examples import examples, long_text
 from attnviz.models.registry import DEFAULT_MODEL, PACKAGED, package_dir
+from attnviz.types import Request
 from attnviz.ui.page import stop as stop_page
 from attnviz.units import count_text
 
@@ -170,10 +171,10 @@ def model_key() -> str:
     return choice
 
 
-def sidebar_inputs() -> tuple[str, str, str | None]:
-    """(model key, text, second sentence or None) as the sidebar has them."""
+def sidebar_request(max_tokens: int | None = None) -> Request:
+    """The Request of the sidebar's model, text and second sentence (or None), under `max_tokens`."""
     pair = st.session_state.get("text_pair") if st.session_state.get("use_pair") else None
-    return model_key(), st.session_state.get("text", ""), pair or None
+    return Request(model_key(), st.session_state.get("text", ""), pair or None, max_tokens)
 
 
 def current_result(max_tokens: int | None = None, lens: bool = False):
@@ -195,9 +196,8 @@ def current_result(max_tokens: int | None = None, lens: bool = False):
         if not lens:
             words.pieces_only_note()
             return result
-        return words.apply(contrib.apply(result, key, "", None, max_tokens, trained=True), key, "", None, max_tokens,
-                           trained=True)
-    _, text, pair = sidebar_inputs()
+        return words.apply(contrib.apply(result, None), None)
+    request = sidebar_request(max_tokens)
     if not key:
         st.info("Type a HuggingFace hub id or a local model folder in the sidebar.")
         return None
@@ -206,7 +206,7 @@ def current_result(max_tokens: int | None = None, lens: bool = False):
 
         load_model(key)  # a progress bar with the time left while it loads
         with st.spinner("Computing attention…"):
-            result = get_result(key, text, pair or None, max_tokens)
+            result = get_result(request)
     except AttnvizError as e:
         st.warning(str(e))
         return None
@@ -222,8 +222,7 @@ def current_result(max_tokens: int | None = None, lens: bool = False):
             st.info(f"The text is {count_text(t.n_tokens_requested)} tokens long; the model takes at most {t.max_tokens}, "
                     f"so the last {count_text(t.n_dropped)} tokens were dropped.")
     if lens:
-        return words.apply(contrib.apply(result, key, text, pair or None, max_tokens, trained=False), key, text,
-                           pair or None, max_tokens, trained=False)
+        return words.apply(contrib.apply(result, request), request)
     contrib.weights_only_note()
     words.pieces_only_note()
     return result
@@ -250,10 +249,9 @@ def current_contributions():
         return c
     from attnviz.ui.cache import get_contributions
 
-    key, text, pair = sidebar_inputs()
     try:
         with st.spinner("Working out what every block moves…"):
-            return get_contributions(key, text, pair, None)
+            return get_contributions(sidebar_request())
     except AttnvizError as e:
         st.info(str(e))
         return None

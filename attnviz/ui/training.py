@@ -12,6 +12,7 @@ from attnviz.training import figures
 from attnviz.training.runs import Run, from_bytes, to_bytes
 from attnviz.ui import jobs
 from attnviz.ui.figure import show_figure
+from attnviz.ui.numbers import number_box
 from attnviz.ui.share import bind
 from attnviz.ui.cache import recorded
 
@@ -221,10 +222,16 @@ def evolution(run: Run, slot: str) -> None:
 
         from attnviz.contrib.compute import run_contributions
 
-        if st.button("Use this step on the other pages", key="tr_share", on_click=use_trained,
-                     args=(run.result(frame), run_contributions(run, frame)),
-                     help="Stores this frame's attention and selects 'Trained toy model' in the sidebar, so the "
-                          "heatmap, entropy, rollout and head-role pages show it."):
+        if run.source == "vision":  # the Vision page draws it over images
+            from attnviz.ui.vision import use_step
+
+            if st.button("Use this step on the other pages", key="tr_share", on_click=use_step, args=(run, frame),
+                         help="Opens this model on the Vision page, drawn over held-out or uploaded images."):
+                st.success(f"Stored {run.frame_labels[frame]} of “{run.title}”: open the Vision page.")
+        elif st.button("Use this step on the other pages", key="tr_share", on_click=use_trained,
+                       args=(run.result(frame), run_contributions(run, frame)),
+                       help="Stores this frame's attention and selects 'Trained toy model' in the sidebar, so the "
+                            "heatmap, entropy, rollout and head-role pages show it."):
             st.success(f"Stored {run.frame_labels[frame]} of “{run.title}”: the sidebar's model is now "
                        "'Trained toy model'; open the heatmap, entropy, rollout or head-roles page.")
 
@@ -270,17 +277,17 @@ def toy_controls() -> str:
     slot = f"toy:{task}"
     with c2.expander("Model and training settings", expanded=False):
         a, b, c = st.columns(3)
-        a.number_input("d_model", 8, 256, step=8, key="tr_dmodel", help="Width of the residual stream.")
-        b.number_input("Heads", 1, 16, key="tr_heads", help="Must divide d_model.")
+        number_box(a, "d_model", 8, 256, step=8, key="tr_dmodel", help="Width of the residual stream.")
+        number_box(b, "Heads", 1, 16, key="tr_heads", help="Must divide d_model.")
         c.selectbox("Positions", list(POSITIONAL_LABELS), format_func=POSITIONAL_LABELS.get, key="tr_pos",
                     help="RoPE and ALiBi only act inside self-attention scores; tasks whose cross-attention needs "
                          "absolute positions (reverse, copy) learn slowly or not at all without learned/sinusoidal.")
-        a.number_input("Layers" if TASKS[task].kind == "decoder" else "Encoder layers", 0, 6, key="tr_layers")
+        number_box(a, "Layers" if TASKS[task].kind == "decoder" else "Encoder layers", 0, 6, key="tr_layers")
         if TASKS[task].kind == "encoder-decoder":
-            b.number_input("Decoder layers", 0, 6, key="tr_dlayers")
-        c.number_input("Seed", 0, 10_000, key="tr_seed")
-        a.number_input("Steps", 1, 5000, step=50, key="tr_steps")
-        b.number_input("Snapshot every k steps", 1, 500, key="tr_every")
+            number_box(b, "Decoder layers", 0, 6, key="tr_dlayers")
+        number_box(c, "Seed", 0, 10_000, key="tr_seed")
+        number_box(a, "Steps", 1, 5000, step=50, key="tr_steps")
+        number_box(b, "Snapshot every k steps", 1, 500, key="tr_every")
         c.select_slider("Learning rate", [3e-4, 1e-3, 3e-3, 1e-2], key="tr_lr", format_func=lambda v: f"{v:g}")
     st.caption(TASKS[task].expect)
     b1, b2, _ = st.columns([1, 1.3, 3])
@@ -327,10 +334,10 @@ def finetune_controls() -> str:
     slot = "finetune"
     d = FinetuneConfig()
     c1, c2, c3, c4 = st.columns(4)
-    steps = c1.number_input("Steps", 5, 1000, d.steps, step=25, key="tr_ft_steps",
-                            help="One batch of 16 sentences per step; each snapshot also reads the probe and 96 "
-                                 "held-out sentences. A run's time is shown beside it, with the machine's load.")
-    every = c2.number_input("Snapshot every k steps", 1, 100, d.snapshot_every, key="tr_ft_every")
+    steps = number_box(c1, "Steps", 5, 1000, d.steps, step=25, key="tr_ft_steps",
+                       help="One batch of 16 sentences per step; each snapshot also reads the probe and 96 "
+                            "held-out sentences. A run's time is shown beside it, with the machine's load.")
+    every = number_box(c2, "Snapshot every k steps", 1, 100, d.snapshot_every, key="tr_ft_every")
     lr = c3.select_slider("Learning rate", [1e-5, 3e-5, 1e-4, 3e-4], d.lr, key="tr_ft_lr",
                           format_func=lambda v: f"{v:g}")
     freeze = c4.toggle("Freeze word embeddings", d.freeze_embeddings, key="tr_ft_freeze")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from attnviz.types import AttentionResult, Request
 from attnviz.units import count_text
 
 WORDS = "words"  # session key of the sidebar toggle (shared in the URL)
@@ -32,18 +33,19 @@ def on() -> bool:
     return bool(st.session_state.get(WORDS, False))
 
 
-def apply(result, model_key: str, text: str, pair: str | None, max_tokens: int | None, trained: bool):
-    """`result` at word level when the switch is on, with one line saying what was merged."""
+def apply(result: AttentionResult, request: Request | None) -> AttentionResult:
+    """`result` (of `request`; None: the trained toy model's stored frame) at word level when the switch is on,
+    with one line saying what was merged."""
     if not on():
         return result
     from attnviz.words.merge import merge_words
 
-    if trained:
+    if request is None:
         merged = merge_words(result)
     else:
         from attnviz.ui.cache import word_level
 
-        merged = word_level(result, model_key, text, pair, max_tokens, result.quantity)
+        merged = word_level(result, request, result.quantity)
     if merged is result:
         st.caption("**Word level:** every token here is a whole word already; nothing to merge.")
     else:

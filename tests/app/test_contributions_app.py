@@ -60,8 +60,10 @@ def test_weights_only_pages_say_the_lens_does_not_apply():
 
 def test_lens_on_an_uncovered_model_falls_back_with_a_plain_message(monkeypatch):
     from attnviz.contrib import parts
+    from tests.tiny_models import tiny_loaded
 
-    monkeypatch.setattr(parts, "FAMILIES", {})  # no family covered: as for a GPT-2 model
+    gpt2, covered = tiny_loaded("gpt2").model, parts.family_of
+    monkeypatch.setattr(parts, "family_of", lambda model: covered(gpt2))  # every model refused as GPT-2 is
     at = open_page("app_pages/heatmap.py", text="A different sentence for an uncached run.", lens="ALTI")
     assert any("Showing attention weights instead" in i.value for i in at.info)
     assert not at.exception

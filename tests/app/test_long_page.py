@@ -85,7 +85,7 @@ def test_page_records_2048_tokens_and_the_grid_equals_pooled_grid(recorded, tiny
     from attnviz.long.pooled import pooled_grid
     from attnviz.long.record import record
     from attnviz.models import load_model
-    from attnviz.ui.long import DONE
+    from attnviz.ui.long.recording import DONE
 
     at = recorded
     rec = at.session_state[DONE]
@@ -110,7 +110,7 @@ def test_page_records_2048_tokens_and_the_grid_equals_pooled_grid(recorded, tiny
 
 
 def test_zoom_equals_window_and_follows_the_inputs(recorded):
-    from attnviz.ui.long import DONE
+    from attnviz.ui.long.recording import DONE
 
     at = recorded
     la = at.session_state[DONE].la
@@ -133,7 +133,7 @@ def test_zoom_equals_window_and_follows_the_inputs(recorded):
 
 
 def test_focus_top_k_and_profiles(recorded):
-    from attnviz.ui.long import DONE
+    from attnviz.ui.long.recording import DONE
 
     at = recorded
     la = at.session_state[DONE].la

@@ -2,7 +2,7 @@
 sidebar's box (the bundled long text) is cut to the box's 20,000 characters at once and the sidebar says so, so
 the box shows what the pages read; the Logit lens names the dense 512-token limit, why, and the model's own
 longer context, as the other dense pages do."""
-from attnviz.ui.long import BUNDLED
+from attnviz.ui.long.inputs import BUNDLED
 from attnviz.ui.sidebar import MAX_TEXT_CHARS
 from tests.app.apptest import open_page
 from tests.tiny_models import tiny_long_loaded

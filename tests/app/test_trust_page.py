@@ -68,10 +68,13 @@ def test_a_new_position_gives_new_numbers(at):
     assert first.f_input != pytest.approx(second.f_input, abs=1e-4)
 
 
-def test_steps_outside_the_range_are_refused_by_the_widget(at):
+def test_typed_steps_outside_the_range_are_refused_with_a_message_on_screen(at):
     box = at.number_input(key="trust_steps")
-    assert (box.min, box.max) == (1, 512)
+    assert (box.min, box.max) == (None, None)  # checked by the page: the browser would only say so on hover
     assert "cost grows linearly" in box.help
+    box.set_value(10000).run()
+    assert any("from 1 to 512 steps (it was 10000)" in w.value and w.value.endswith("Using 32.") for w in at.warning)
+    assert at.number_input(key="trust_steps").value == 32
 
 
 def test_a_link_with_10000_steps_falls_back_to_the_default():

@@ -29,7 +29,7 @@ def _zoom(page) -> tuple[np.ndarray, list, list]:
 
 def test_record_the_bundled_text_open_a_head_and_zoom(page, app_server, minilm):
     from attnviz.long.record import record
-    from attnviz.ui.long import BUNDLED
+    from attnviz.ui.long.inputs import BUNDLED
 
     open_path(page, app_server, "/long")
     page.get_by_text("reads at most").first.wait_for()

@@ -194,7 +194,7 @@ def smollm2():
 
 def test_bundled_text_at_4096_tokens_on_smollm2_opens_a_dense_page_and_records_on_long_inputs(page, app_server, smollm2):
     from attnviz.long.record import record
-    from attnviz.ui.long import BUNDLED
+    from attnviz.ui.long.inputs import BUNDLED
 
     OUT.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()

@@ -379,16 +379,8 @@ def test_the_toy_transformer_has_the_module_level_hook_points():
 
 
 # ------------------------------------------------------------------ one forward entry
-# Modules that still run the model themselves instead of through attnviz.models.adapter.run / record (each
-# entry must leave this set once it calls the adapter; the test fails for a listed file that no longer does).
-RUNS_THE_MODEL_ITSELF = {
-    "attnviz/contrib/compute.py",  # contributions' hooked forward (contrib/parts.py's own hooks)
-    "attnviz/attribution/targets.py", "attnviz/attribution/importance.py",  # gradients and attention of a target
-    "attnviz/logit_lens/lens.py",  # hidden states of every layer
-    "attnviz/bench/contrib.py",  # the forward contrib/parts.py hooks, timed
-    "attnviz/training/trainer.py", "attnviz/training/finetune.py",  # training steps that update the weights
-}
-_CALL = re.compile(r"(\bmodel|\.model|\brunner|\bs\.model)\s*\(\s*\*\*|\bmodel\s*\(\s*(src|input_ids|inputs_embeds)")
+# A model called directly (model(**inputs), model(src, ...), runner(**kwargs)): only the adapter does that.
+_CALL = re.compile(r"(?<!def )(\bmodel|\.model|\brunner|\bmlm)\(\s*[^)\s]")
 
 
 def test_features_run_the_model_through_the_adapter():
@@ -396,7 +388,72 @@ def test_features_run_the_model_through_the_adapter():
     def code(p):  # without comments
         return "\n".join(line.split("#")[0] for line in p.read_text(encoding="utf-8").splitlines())
 
+    for stray in ("out = loaded.model(**e.inputs)", "logits, _ = model(src, tgt_in)", "model(torch.from_numpy(x))",
+                  "s.model(inputs_embeds=x)", "return runner(*args)", "mlm(**inputs)"):
+        assert _CALL.search(stray), stray
+    assert not _CALL.search("def model(self):") and not _CALL.search("load_model(key)")
     calling = {p.relative_to(ROOT).as_posix() for p in files if _CALL.search(code(p))}
     calling -= {"attnviz/models/adapter.py"}
-    assert calling - RUNS_THE_MODEL_ITSELF == set()  # a new feature runs the model through the adapter
-    assert RUNS_THE_MODEL_ITSELF - calling == set()  # a migrated module leaves the list
+    assert calling == set()  # every feature runs the model through the adapter, training steps included
+
+
+# ------------------------------------------------------------------ starting from a block
+def _toy():
+    from attnviz.models.scratch import ScratchConfig, ScratchTransformer, facts_for
+
+    cfg = ScratchConfig(kind="decoder", vocab_size=12, d_model=16, n_heads=4, n_layers=3, d_ff=32, max_len=16)
+    return LoadedModel("toy", ScratchTransformer(cfg).eval(), None, facts_for(cfg))
+
+
+def _output(out):
+    if isinstance(out, tuple):  # the toy model: (logits, attentions)
+        return out[0]
+    return out.logits if getattr(out, "logits", None) is not None else out.last_hidden_state
+
+
+@pytest.mark.parametrize("which", ["minilm", "gpt2", "llama", "toy"])
+def test_starting_from_a_block_equals_the_full_forward(which, request):
+    """From every block i, given blocks.{i}.hook_resid_pre, run_from gives the full forward's output; a patched
+    residual gives what a full forward with that residual replaced gives; the earlier blocks do not run."""
+    if which == "minilm":
+        loaded = request.getfixturevalue("minilm")
+    else:
+        loaded = _toy() if which == "toy" else tiny_loaded(which)
+    inputs = ((torch.arange(10) % 12)[None],) if which == "toy" else _inputs(loaded, CLEAN)
+    other = ((torch.arange(10) * 5 % 12)[None],) if which == "toy" else _inputs(loaded, OTHER)
+    full, rec = run(loaded, inputs, hooks=["blocks.*.hook_resid_pre"])
+    _, rec_other = run(loaded, other, hooks=["blocks.*.hook_resid_pre"])
+    n_layers = loaded.facts.n_layers
+    assert n_layers >= 2
+    for i in range(n_layers):
+        resid = rec[f"blocks.{i}.hook_resid_pre"]
+        out, kept = adapter.run_from(loaded, i, resid, inputs, hooks=["blocks.*.hook_resid_post"])
+        torch.testing.assert_close(_output(out), _output(full), atol=1e-5, rtol=0)
+        assert sorted(kept.acts) == [f"blocks.{j}.hook_resid_post" for j in range(i, n_layers)]  # 0..i-1 skipped
+        patched = rec_other[f"blocks.{i}.hook_resid_pre"]
+        want, _ = run(loaded, inputs, replace={f"blocks.{i}.hook_resid_pre": patched})
+        got, _ = adapter.run_from(loaded, i, patched, inputs)
+        torch.testing.assert_close(_output(got), _output(want), atol=1e-5, rtol=0)
+        if i:
+            assert (_output(got) - _output(full)).abs().max() > 1e-3  # the patched residual really is used
+    again, _ = run(loaded, inputs)  # every block is back in place afterwards
+    torch.testing.assert_close(_output(again), _output(full), atol=0, rtol=0)
+
+
+def test_starting_from_a_block_is_refused_where_the_first_block_is_special():
+    with pytest.raises(BadInput, match="relative position bias in its first block"):
+        adapter.run_from(tiny_loaded("t5"), 1, torch.zeros(1, len(CLEAN), 32), _inputs(tiny_loaded("t5"), CLEAN))
+    loaded = tiny_loaded("gpt2")
+    with pytest.raises(BadInput, match="has blocks 0 to 1"):
+        adapter.run_from(loaded, 2, torch.zeros(1, len(CLEAN), 32), _inputs(loaded, CLEAN))
+
+
+def test_the_toy_models_values_are_read_at_their_projection():
+    loaded = _toy()
+    src = (torch.arange(10) % 12)[None]
+    _, rec = run(loaded, (src,), hooks=["blocks.*.hook_resid_pre", "blocks.*.attn.hook_v"])
+    with torch.inference_mode():
+        for i in range(3):
+            block = loaded.model.layers[i]
+            by_hand = block.attn.v_proj(block.ln1(rec[f"blocks.{i}.hook_resid_pre"])).view(1, 10, 4, 4)
+            assert torch.equal(rec[f"blocks.{i}.attn.hook_v"], by_hand)

@@ -81,13 +81,7 @@ def _straightforward(p) -> dict:
 
 
 def _record_hf(lm, text):
-    e = encode(lm, text)
-
-    def forward():
-        out = lm.model(**e.inputs, output_attentions=True, return_dict=True)
-        return out, out.encoder_attentions if lm.facts.kind == "encoder-decoder" else out.attentions
-
-    return record(lm.model, forward, lm.facts.n_layers, lm.facts.n_heads)
+    return record(lm, encode(lm, text).inputs)
 
 
 @pytest.mark.parametrize("arch", ["bert", "llama", "bart", "t5"])
@@ -149,9 +143,9 @@ def test_lens_replaces_the_attention_and_says_so():
 
 def test_uncovered_model_says_which_are_covered():
     lm = tiny_loaded("gpt2")
-    with pytest.raises(BadInput, match="BERT-style") as e:
+    with pytest.raises(BadInput, match="knows the blocks of BERT, ") as e:
         compute.contributions(lm, "hello there")
-    assert "gpt2" in str(e.value)
+    assert "A gpt2 model is not among them" in str(e.value) and "one fused projection" in str(e.value)
     with pytest.raises(BadInput):
         family_of(lm.model)
 
@@ -176,12 +170,8 @@ def test_alti_matches_a_float64_reference_at_128_tokens(minilm):
     e = encode(minilm, long_text() * 2, max_tokens=128)
     assert len(e.ids) == 128
 
-    def forward():
-        out = minilm.model(**e.inputs, output_attentions=True, return_dict=True)
-        return out, out.attentions
-
+    _, layers = record(minilm, e.inputs)
     with torch.inference_mode():
-        _, layers = record(minilm.model, forward, minilm.facts.n_layers, minilm.facts.n_heads)
         c = decompose(layers)
     for l, p in enumerate(layers):
         ref = _straightforward(p)["alti"]

@@ -61,6 +61,35 @@ def test_no_count_of_tokens_positions_words_or_sentences_is_printed_without_sepa
     assert not found, "\n".join(found)
 
 
+def bare_metric_counts(path: Path, root: Path = ROOT) -> list[str]:
+    """`file:line` of every st.metric whose label counts tokens, positions, words or sentences and whose value
+    has a placeholder written bare (neither count_text nor a format such as "," or ".1%")."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not (isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "metric" and len(node.args) >= 2):
+            continue
+        label, value = node.args[0], node.args[1]
+        words = ast.unparse(label).lower().replace("'", " ").replace('"', " ").split()
+        if not any(w.strip(".,:;()") in NOUNS for w in words) or not isinstance(value, ast.JoinedStr):
+            continue
+        for part in value.values:
+            if isinstance(part, ast.FormattedValue):
+                spec = ast.unparse(part.format_spec) if part.format_spec is not None else ""
+                counted = isinstance(part.value, ast.Call) and getattr(part.value.func, "id", "") == "count_text"
+                if not counted and not spec:  # a bare placeholder: a count printed as 4096
+                    out.append(f"{path.relative_to(root)}:{node.lineno}")
+                    break
+    return out
+
+
+def test_metric_boxes_counting_tokens_write_their_counts_with_separators(tmp_path):
+    sample = tmp_path / "sample.py"
+    sample.write_text('m.metric("Removable tokens", f"{k} of {n}")\nm.metric("Tokens", f"{count_text(n)}")\n')
+    assert bare_metric_counts(sample, tmp_path) == ["sample.py:1"]
+    found = [hit for path in FILES for hit in bare_metric_counts(path)]
+    assert not found, "\n".join(found)
+
+
 @pytest.mark.parametrize("n,noun,text", [(4096, "token", "4,096 tokens"), (1, "token", "1 token"),
                                          (0, "sentence", "0 sentences"), (1234567, None, "1,234,567"),
                                          (12, "position", "12 positions"), (2, "query", "2 queries"),

@@ -145,3 +145,73 @@ def test_role_map_csv_lists_every_heads_scores():
     assert rows[0] == ["layer", "head", "strongest role", "a score", "b score", "c score"]
     assert rows[1:] == [["0", "0", "a", "0.5", "0.25", "0.0"], ["0", "1", "b", "0.1", "0.6", "0.3"],
                         ["1", "0", "c", "0.2", "0.1", "0.7"], ["1", "1", "no clear role", "", "0.2", "0.1"]]
+
+
+def test_trust_figures_csv_keep_every_score_at_full_precision():
+    from attnviz.attribution.faithfulness import Curves
+    from attnviz.attribution.figures import methods_heatmap, perturbation_curves, randomisation_bars, spearman_heatmap
+
+    third, tiny = 1 / 3, 1.234567891e-7
+    rows = _rows(figure_csv(methods_heatmap({"IG": np.array([third, -tiny]), "attention": np.array([0.5, 2 / 7])},
+                                            ["a", "b"], title="Scores")))
+    assert rows[0] == ["method", "a (0)", "b (1)"]
+    assert rows[1:] == [["IG", repr(third), repr(-tiny)], ["attention", "0.5", repr(2 / 7)]]
+
+    rows = _rows(figure_csv(spearman_heatmap(["IG", "flat"], np.array([[1.0, np.nan], [np.nan, 1.0]]) * third,
+                                             title="Agreement")))
+    assert rows == [["method", "IG", "flat"], ["IG", repr(third), "undefined"], ["flat", "undefined", repr(third)]]
+
+    rows = _rows(figure_csv(randomisation_bars({"IG": tiny, "flat": float("nan")}, title="Randomised")))
+    assert rows == [["method", "spearman"], ["IG", repr(tiny)], ["flat", "undefined"]]
+
+    c = Curves("IG", (0.0, 0.1), (0, 1), np.array([third, tiny]), np.array([0.0, 0.5]), 1.0, 0.0, 0.0)
+    rows = _rows(figure_csv(perturbation_curves({"IG": c}, "deletion", ytitle="logit")))
+    assert rows == [["method", "fraction", "k", "deletion"], ["IG", "0.0", "0", repr(third)], ["IG", "0.1", "1", repr(tiny)]]
+
+
+def test_logit_lens_csv_keeps_each_probability_as_the_model_gave_it():
+    from types import SimpleNamespace
+
+    from attnviz.logit_lens.figures import lens_csv
+
+    probs = np.array([[[0.123456789, 1 / 3]]], dtype=np.float32)  # (state, position, rank)
+    lens = SimpleNamespace(n_states=1, seq_len=1, tokens=("Hi",), index=lambda i: i,
+                           top_labels=np.array([[["there", "!"]]]), top_probs=probs)
+    rows = _rows(lens_csv(lens, 0, 1, 2))
+    assert rows[0][-1] == "probability"
+    assert [np.float32(r[-1]) for r in rows[1:]] == list(probs[0, 0])  # exact float32 values read back
+    assert rows[1][-1] == "0.12345679" and rows[2][-1] == "0.33333334"  # not the 6 digits of "0.123457"
+
+
+def test_training_figures_csv_hold_every_weight_at_full_precision():
+    from types import SimpleNamespace
+
+    from attnviz.training.figures import animation, attention_heatmap, heads_grid
+
+    rng = np.random.default_rng(3)
+    a = rng.random((2, 1, 2, 3, 3)).astype(np.float32)  # (frame, layer, head, query, key)
+    a /= a.sum(-1, keepdims=True)
+    tokens = ("a", "b", "<s>")
+    run = SimpleNamespace(attention={"self": a}, tokens=tokens, decoder_tokens=None, n_frames=2,
+                          frame_steps=np.array([0, 40]))
+
+    def blocks(text):
+        out = {}
+        for row in _rows(text):
+            if row[0].startswith("#"):
+                title = row[0]
+                assert row[1:] == ["0:a", "1:b", "2:<s>"]
+                out[title] = []
+            else:
+                out[title].append([np.float32(v) for v in row[1:]])
+        return {t: np.array(v, dtype=np.float32) for t, v in out.items()}
+
+    got = blocks(figure_csv(attention_heatmap(a[1, 0, 1], tokens, tokens, title="step 40")))
+    np.testing.assert_array_equal(got["# step 40 (rows: query (attending), columns: key (attended to))"], a[1, 0, 1])
+    got = blocks(figure_csv(heads_grid(run, "self", 1)))
+    assert len(got) == 2
+    np.testing.assert_array_equal(got["# layer 0 head 1 (rows: query (attending), columns: key (attended to))"],
+                                  a[1, 0, 1])
+    got = blocks(figure_csv(animation(run, "self", 0, None)))
+    np.testing.assert_array_equal(got["# step 40 (rows: query (attending), columns: key (attended to))"],
+                                  a[1, 0].mean(axis=0))  # every frame, not the 3 decimals the animation draws

@@ -218,3 +218,15 @@ def test_too_short_text_is_refused(minilm):
     target = T.make_target(minilm, enc, T.SIMILARITY_PAIR, second="Hello there.")
     with pytest.raises(BadInput, match="too short for deletion curves.*has 1"):
         F.evaluate(minilm, enc, target, steps=4)
+
+
+def test_the_pages_doc_names_the_trust_pages_baselines_and_noise_margin():
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "pages.md").read_text(encoding="utf-8")
+    row = next(line for line in doc.splitlines() if "| Trust the view? |" in line)
+    assert T.ZERO_BASELINE in row and "neutral token's embedding on a causal model" in row
+    assert "the padding token, else end-of-text, else unknown-word" in row  # the order of T.NEUTRAL_ROLES
+    assert [role for _, role in T.NEUTRAL_ROLES] == ["padding token", "end-of-text token", "unknown-word token"]
+    assert f"noise margin (the standard deviation of the comprehensiveness of {F.RANDOM_ORDERS} random token orders" in row
+    assert "completeness error" in row

@@ -101,12 +101,6 @@ MODULE_NAMES = ("q_proj", "k_proj", "v_proj", "o_proj", "self_attn", "out_proj",
                 "attention.output", "SelfAttention", "EncDecAttention", "out_lin", "input_layernorm",
                 "post_attention_layernorm", "embed_tokens", "lm_head", "ln_f", "wte", "wpe", "encoder.layer",
                 "query_key_value", "final_layer_norm", "final_layernorm", "word_embeddings")
-# Modules that still name model submodules themselves (each must move onto the family table; the test fails for
-# a listed file that no longer does, so the list only shrinks).
-NAMES_MODULES_ITSELF = {
-    "attnviz/contrib/parts.py",  # its own FAMILIES: value / output projection / norms per model type
-    "attnviz/logit_lens/lens.py",  # the final norm's attribute names
-}
 ALLOWED = {"attnviz/models/families.py", "attnviz/models/scratch.py"}  # the table; the toy model's definition
 
 
@@ -132,5 +126,4 @@ def _names_in_code(path: Path) -> set:
 def test_only_the_family_table_names_model_modules():
     files = {p.relative_to(ROOT).as_posix(): p for p in (ROOT / "attnviz").rglob("*.py")}
     naming = {rel for rel, p in files.items() if rel not in ALLOWED and _names_in_code(p)}
-    assert naming - NAMES_MODULES_ITSELF == set(), {rel: _names_in_code(files[rel]) for rel in naming}
-    assert NAMES_MODULES_ITSELF - naming == set()
+    assert naming == set(), {rel: _names_in_code(files[rel]) for rel in naming}

@@ -71,7 +71,7 @@ def test_tools_stay_beside_the_app():
 FOUNDATION = {"__init__", "cli", "types", "errors", "examples", "runtime", "units", "attention", "hooks", "extract",
               "capture", "export", "plotting", "progress", "timings"}
 FEATURES = {"models", "heatmap", "query_key", "metrics", "lab", "positional", "complexity", "training", "bench", "ui",
-            "contrib", "attribution", "logit_lens", "decks", "words", "long", "atlas"}
+            "contrib", "attribution", "logit_lens", "decks", "words", "long", "atlas", "vision", "generate"}
 
 
 def _modules() -> dict[str, Path]:

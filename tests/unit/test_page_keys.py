@@ -25,6 +25,8 @@ GLOBAL_KEYS: dict[str, str] = {
     "training_result": "the training page's frame, offered as the sidebar's model 'trained'",
     "training_contributions": "the contributions of that frame, read by the views of the trained model",
     "_trained_analysis": "the analyses of that frame, computed once for every view of it",
+    "training_vision": "the training page's vision transformer and step, opened by the Vision page",
+    "last_generation": "the Generate page's last run, whose KV cache the KV cache lab measures beside its formula",
     # the head chosen on any page opens on the others (heads.head_picker keeps a page's own pair apart)
     "layer": "the shared layer", "head": "the shared head",
     "ablated_by_model": "heads switched off per model: every view of that model shows them switched off",

