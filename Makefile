@@ -42,8 +42,11 @@ nginx:
 
 # Tests run on $(WORKERS) workers (pytest-xdist), each with its own server and Chromium: most of a browser test is
 # waiting for a page, so three workers keep the two cores busy; `make test WORKERS=0` runs them one by one.
+# Tests are handed out one at a time (--maxschedchunk 1), so the minutes-long ones, listed first in
+# tests/conftest.py, start at once on different workers and no worker holds a queue when the others are done.
 WORKERS ?= 3
-PYTEST := $(PY) -m pytest -q -p no:cacheprovider --durations=25 -n $(WORKERS)
+# every test's time also goes to test-artifacts/junit.xml
+PYTEST := $(PY) -m pytest -q -p no:cacheprovider --durations=25 -n $(WORKERS) --maxschedchunk 1 --junitxml=test-artifacts/junit.xml
 
 # every tier: unit (maths), app (Streamlit AppTest), browser (Playwright driving Chromium)
 test: setup-dev chromium nginx

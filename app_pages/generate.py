@@ -6,6 +6,7 @@ from attnviz.errors import AttnvizError
 from attnviz.generate import figures as gf
 from attnviz.generate.run import step_lens, token_labels
 from attnviz.ui import generate as ug
+from attnviz.ui.contrib import weights_only_note
 from attnviz.ui.figure import show_figure
 from attnviz.ui.heads import clicked_head, head_picker
 from attnviz.ui.metrics import sidebar_model
@@ -58,6 +59,7 @@ scope = st.segmented_control("Attention shown", ug.SCOPES, key=ug.SCOPE,
                              help="One head, the mean of the chosen layer's heads, or the mean over every layer and head.") \
     or ug.SCOPES[0]
 w = ug.scope_weights(g, step, layer, head, scope)
+weights_only_note()
 where = {"This head": f"layer {layer}, head {head}", "Layer mean": f"mean of layer {layer}'s heads",
          "All layers": "mean of every layer and head"}[scope]
 st.markdown(f"**Step {step}** wrote **{written}** (probability {s.chosen_before:.3f} from the model"

@@ -2,7 +2,7 @@
 import streamlit as st
 
 from attnviz.errors import AttnvizError
-from attnviz.ui import training as tw
+from attnviz.ui.training import evolution, live, sources, state
 from attnviz.ui import vision
 from attnviz.ui.share import bind
 from attnviz.ui.present import page_intro
@@ -28,38 +28,38 @@ source = st.segmented_control("What to watch", SOURCES, key="tr_source",
                               help="Toy task: train a small transformer here. Images (ViT): a vision transformer on "
                                    "images. Fine-tune BERT: adapt the packaged MiniLM. Checkpoint series: saved models loaded in turn. Run file: open a saved run.")
 source = source or SOURCES[0]
-tw.show_job_error()
+live.show_job_error()
 
 slot = None
 if source == "Toy task":
-    slot = tw.toy_controls()
+    slot = sources.toy_controls()
 elif source == "Images (ViT)":
-    slot = vision.training_controls(tw.start, tw.job_of, tw.runs)
+    slot = vision.training_controls(live.start, live.job_of, state.runs)
 elif source == "Fine-tune BERT":
-    slot = tw.finetune_controls()
+    slot = sources.finetune_controls()
 elif source == "Checkpoint series":
-    slot = tw.checkpoint_controls()
+    slot = sources.checkpoint_controls()
 else:
     slot = "file"
     up = st.file_uploader("A run file saved from this page (.npz)", type=["npz"], key="tr_upload")
     if up is not None:
         sig = (up.name, up.size)
         if st.session_state.get("tr_upload_sig") != sig:
-            run = tw.read_upload(up)
+            run = evolution.read_upload(up)
             if run is not None:
-                tw.runs()["file"] = run
+                state.runs()["file"] = run
                 st.session_state["tr_upload_sig"] = sig
                 st.session_state["tr_frame"] = run.n_frames - 1
 
 if slot is not None:
-    tw.live_panel(slot, st.session_state.get("tr_stack"))
-    if tw.job_of(slot) is None:
-        run = tw.runs().get(slot)
+    live.live_panel(slot, st.session_state.get("tr_stack"))
+    if live.job_of(slot) is None:
+        run = state.runs().get(slot)
         if run is None:
             st.info("Nothing to show yet: start a run above"
                     + (" or open a run file." if slot == "file" else "."))
         else:
             try:
-                tw.evolution(run, slot)
+                evolution.evolution(run, slot)
             except AttnvizError as e:
                 st.warning(str(e))

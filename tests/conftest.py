@@ -23,6 +23,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # One folder per pytest-xdist worker for what a test writes under a fixed name ("" when run without workers).
 WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+if WORKER:  # several workers (and their servers) share the cores: one torch thread each, no spinning threads
+    os.environ.setdefault("ATTNVIZ_THREADS", "1")
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
 # corpus runs of the Head atlas page go under test-artifacts, never the developer's cache (servers inherit it)
 os.environ.setdefault("ATTNVIZ_ATLAS_DIR", str(ARTIFACTS / "-".join(filter(None, ("atlas", WORKER)))))
 # working copies of lecture decks likewise (the Deck page writes one on every change)

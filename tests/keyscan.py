@@ -18,6 +18,11 @@ STATE_METHODS = {"get", "setdefault", "pop", "__getitem__", "__contains__", "__d
 UNKNOWN = "*"
 
 
+def _is_module(dotted: str) -> bool:
+    """Whether attnviz.ui.x.y names a module file of the ui folder (not a function of attnviz.ui.x)."""
+    return dotted.startswith("attnviz.ui.") and (ROOT / (dotted.replace(".", "/") + ".py")).exists()
+
+
 @dataclass
 class Module:
     name: str  # attnviz.ui.x, or the page's file stem
@@ -57,8 +62,8 @@ class Module:
             mod = "attnviz.ui" + (f".{mod}" if mod else "")
         for a in node.names:
             local = a.asname or a.name
-            if mod == "attnviz.ui":
-                self.aliases[local] = f"attnviz.ui.{a.name}"
+            if mod == "attnviz.ui" or _is_module(f"{mod}.{a.name}"):  # a module (ui.x, or ui.x.y of a folder)
+                self.aliases[local] = f"{mod}.{a.name}"
             elif mod.startswith("attnviz.ui."):
                 self.aliases[local] = f"{mod}:{a.name}"
 

@@ -55,33 +55,14 @@ class DenseAttention:
     def nbytes(self) -> int:
         return int(self.weights.nbytes)
 
-    @property
-    def tokens(self) -> tuple:
-        return self.result.tokens
-
-    @property
-    def token_ids(self) -> tuple:
-        return self.result.token_ids
-
-    @property
-    def special_mask(self) -> np.ndarray:
-        return self.result.special_mask
-
-    @property
-    def facts(self):
-        return self.result.facts
-
-    @property
-    def text(self) -> str:
-        return self.result.text
-
-    @property
-    def truncation(self):
-        return self.result.truncation
-
-    @property
-    def continuation(self) -> np.ndarray:
-        return self.result.continuation
+    # the result's own fields, read through: tokens, ids, special tokens, facts, text, truncation, continuation
+    tokens = property(lambda self: self.result.tokens)
+    token_ids = property(lambda self: self.result.token_ids)
+    special_mask = property(lambda self: self.result.special_mask)
+    facts = property(lambda self: self.result.facts)
+    text = property(lambda self: self.result.text)
+    truncation = property(lambda self: self.result.truncation)
+    continuation = property(lambda self: self.result.continuation)
 
     @property
     def causal(self) -> np.ndarray:

@@ -29,29 +29,47 @@ DEFAULT_MODELS = {
 
 
 @dataclass(frozen=True)
-class TrainConfig:
-    task: str = "reverse"  # a key of attnviz.training.tasks.TASKS
+class Schedule:
+    """The optimisation every training run here shares (the text tasks and the vision transformer)."""
+
     steps: int = 150  # optimisation steps
-    batch_size: int = 64  # sequences per step
-    lr: float = 3e-3  # peak AdamW learning rate (linear warm-up, cosine decay to 10%)
+    batch_size: int = 64  # examples per step
+    lr: float = 3e-3  # peak AdamW learning rate (linear warm-up, then cosine decay)
     warmup: int = 30  # warm-up steps
     snapshot_every: int = 3  # record the probe's attention every k steps (plus step 0 and the last)
-    eval_size: int = 64  # held-out sequences for the accuracy at each snapshot (a quick estimate)
-    final_eval_size: int = 512  # held-out sequences for the final accuracy (never trained on)
     seed: int = 0  # seeds weights, batches and held-out set
     threads: int = 1  # torch CPU threads; 1 is fastest for models this small (2 threads spin on a busy machine)
-    model: ScratchConfig | None = None  # architecture; None = DEFAULT_MODELS[task]
 
-    def __post_init__(self):
-        get_task(self.task)
+    def check(self) -> None:
+        """BadInput for a schedule that cannot run."""
         if self.steps < 1:
             raise BadInput("Train for at least one step.")
-        if self.batch_size < 1 or self.eval_size < 1 or self.final_eval_size < self.eval_size:
-            raise BadInput("Batch size and held-out size must be at least 1.")
+        if self.batch_size < 1:
+            raise BadInput("The batch size must be at least 1.")
         if self.snapshot_every < 1:
             raise BadInput("Snapshot every k steps needs k >= 1.")
         if not self.lr > 0:
             raise BadInput("The learning rate must be greater than 0.")
+
+    @property
+    def n_snapshots(self) -> int:
+        return len(snapshot_steps(self.steps, self.snapshot_every))
+
+
+@dataclass(frozen=True)
+class TrainConfig(Schedule):
+    """A text task's run (the schedule's fields, then these)."""
+
+    task: str = "reverse"  # a key of attnviz.training.tasks.TASKS
+    eval_size: int = 64  # held-out sequences for the accuracy at each snapshot (a quick estimate)
+    final_eval_size: int = 512  # held-out sequences for the final accuracy (never trained on)
+    model: ScratchConfig | None = None  # architecture; None = DEFAULT_MODELS[task]
+
+    def __post_init__(self):
+        get_task(self.task)
+        self.check()
+        if self.eval_size < 1 or self.final_eval_size < self.eval_size:
+            raise BadInput("The held-out size must be at least 1.")
 
     def model_config(self) -> ScratchConfig:
         """The architecture, with vocabulary, kind and positions fitted to the task."""
@@ -59,10 +77,6 @@ class TrainConfig:
         base = self.model or ScratchConfig(**DEFAULT_MODELS[self.task])
         cfg = replace(base, kind=task.kind, vocab_size=task.vocab_size, max_len=max(base.max_len, task.input_len))
         return cfg
-
-    @property
-    def n_snapshots(self) -> int:
-        return len(snapshot_steps(self.steps, self.snapshot_every))
 
 
 @dataclass

@@ -12,43 +12,30 @@ import torch.nn.functional as F
 from attnviz.errors import BadInput
 from attnviz.models.scratch import stacks_to_numpy
 from attnviz.training.runs import Run
-from attnviz.training.trainer import run_steps, snapshot_steps, warmup_cosine
+from attnviz.training.trainer import Schedule, run_steps, snapshot_steps, warmup_cosine
 from attnviz.vision.data import image_set
 from attnviz.vision.model import VisionTransformer, VitConfig, forward, patch_tokens, vit_facts
 
 
 @dataclass(frozen=True)
-class VitTrainConfig:
-    images: str = "digits"  # a key of attnviz.vision.data.IMAGE_SETS
+class VitTrainConfig(Schedule):
+    """The vision transformer's run: the shared schedule (900 steps, snapshots every 25, cosine decay to 5%),
+    then these."""
+
     steps: int = 900  # optimisation steps
-    batch_size: int = 64  # images per step
-    lr: float = 3e-3  # peak AdamW learning rate (linear warm-up, cosine decay to 5%)
-    warmup: int = 30  # warm-up steps
+    snapshot_every: int = 25  # record the probe's attention every k steps (plus step 0 and the last)
+    images: str = "digits"  # a key of attnviz.vision.data.IMAGE_SETS
     shift: int = 0  # training images are shifted by up to this many pixels in each direction
     smoothing: float = 0.0  # label smoothing of the cross-entropy
-    snapshot_every: int = 25  # record the probe's attention every k steps (plus step 0 and the last)
-    seed: int = 0  # seeds the weights, the batches and the split
-    threads: int = 1  # torch CPU threads; 1 is fastest for a model this small on a shared machine
     model: VitConfig | None = None  # architecture; None = VitConfig() with the set's number of classes
 
     def __post_init__(self):
         image_set(self.images)
-        if self.steps < 1:
-            raise BadInput("Train for at least one step.")
-        if self.batch_size < 1:
-            raise BadInput("The batch size must be at least 1.")
-        if self.snapshot_every < 1:
-            raise BadInput("Snapshot every k steps needs k >= 1.")
-        if not self.lr > 0:
-            raise BadInput("The learning rate must be greater than 0.")
+        self.check()
 
     def model_config(self) -> VitConfig:
         base = self.model or VitConfig(seed=self.seed)
         return replace(base, n_classes=len(image_set(self.images).classes), channels=1, image_size=16)
-
-    @property
-    def n_snapshots(self) -> int:
-        return len(snapshot_steps(self.steps, self.snapshot_every))
 
 
 def shifted(images: np.ndarray, rng: np.random.Generator, most: int) -> np.ndarray:

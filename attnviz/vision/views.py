@@ -17,7 +17,7 @@ def head_row(attention: np.ndarray, layer: int, head: int | None, query: int, n_
         raise BadInput(f"This model has {a.shape[0]} layers of {a.shape[1]} heads; layer {layer}, head {head} "
                        "is not one of them.")
     if not 0 <= query < a.shape[2]:
-        raise BadInput(f"Token {query} is not one of the {a.shape[2]} tokens.")
+        raise BadInput(f"Token {query} is not one of the {a.shape[2]:,} tokens.")
     rows = a[layer, :, query, n_prefix:] if head is None else a[layer, head, query, n_prefix:][None]
     return rows.mean(axis=0).astype(np.float32)
 

@@ -9,7 +9,8 @@ from streamlit.testing.v1 import AppTest
 from tests.conftest import APP
 
 ROOT = Path(APP).parent
-SOURCES = {"app_pages/training.py": ["app_pages/training.py", "attnviz/ui/training.py"]}
+SOURCES = {"app_pages/training.py": ["app_pages/training.py", "attnviz/ui/training/sources.py", "attnviz/ui/training/evolution.py",
+                                            "attnviz/ui/training/live.py"]}
 BIND = re.compile(r'"(\w+)": (int|float|str|bool)\b')
 
 

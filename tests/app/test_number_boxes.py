@@ -28,7 +28,7 @@ def test_no_number_box_leaves_its_range_to_the_browser():
     assert bounded == []
     pages = {str(path) for path, _ in _calls("number_box")}
     assert {"app_pages/lab_multihead.py", "app_pages/lab_kv_cache.py", "app_pages/lab_masks.py",
-            "app_pages/lab_quiz.py", "app_pages/lab_variants.py", "attnviz/ui/positional.py", "attnviz/ui/training.py",
+            "app_pages/lab_quiz.py", "app_pages/lab_variants.py", "attnviz/ui/positional.py", "attnviz/ui/training/sources.py",
             "attnviz/ui/atlas.py", "attnviz/ui/attribution.py", "attnviz/ui/complexity.py",
             "attnviz/ui/long/views.py"} <= pages
 
