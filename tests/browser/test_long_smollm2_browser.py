@@ -39,6 +39,8 @@ EXPECT: dict[str, tuple[str, tuple[str, ...]]] = {
     "home": ("home", ()),
     "heatmap": ("dense", ()),
     "query_key": ("dense", ()),
+    "vision": ("controls", ()),  # the vision transformer trained on the Training page, not the sidebar's model
+    "generate": ("controls", ("▶ Generate",)),  # the prompt is the sidebar's text: generation starts on a button
     "long": ("controls", ("▶ Record",)),
     "entropy": ("dense", ()),
     "rollout": ("dense", ()),

@@ -246,4 +246,4 @@ def test_every_progress_bar_is_drawn_by_the_jobs_module():
     own = re.compile(r"\.progress\(|spinner\(f?\"Loading")
     found = sorted(f"{p.relative_to(root)}:{i}" for p in files
                    for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if own.search(line))
-    assert found == ["app_pages/lab_quiz.py:57"], found
+    assert [f.split(":")[0] for f in found] == ["app_pages/lab_quiz.py"], found  # its score bar, once
