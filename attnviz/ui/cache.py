@@ -50,7 +50,14 @@ def settle_collector() -> None:
 # share it without the ~45 ms unpickled copy cache_data makes per hit at 512 tokens.
 @st.cache_resource(max_entries=16, show_spinner=False)
 def get_result(request: Request) -> AttentionResult:
-    """The AttentionResult of a request (shared by all sessions: read-only arrays, never mutate it)."""
+    """The AttentionResult of a request (shared by all sessions: read-only arrays, never mutate it).
+
+    A new result first collects the cyclic garbage: results the caches have evicted can sit in reference cycles
+    (figures and their export closures), and Python's own collections, counted in objects, seldom come for a few
+    objects that hold tens of MB each."""
+    import gc
+
+    gc.collect()
     return extract(get_model(request.model), request.text, request.pair, max_tokens=request.max_tokens)
 
 
