@@ -96,8 +96,8 @@ def per_step_figure(sink: np.ndarray, distance: np.ndarray, labels, title: str) 
         go.Scatter(x=x, y=distance, name="mean distance back (tokens)", mode="lines+markers", yaxis="y2",
                    customdata=labels, hovertemplate="step %{x}: %{customdata}<br>mean distance %{y:.1f}<extra></extra>"),
     ])
-    fig.update_layout(title=title, height=360, margin=dict(l=10, r=10, t=40, b=10),
-                      legend=dict(orientation="h", yanchor="top", y=-0.22, x=0),  # below the axis, clear of the title
+    fig.update_layout(title=title, height=380, margin=dict(l=10, r=10, t=40, b=70),
+                      legend=dict(orientation="h", yanchor="top", y=-0.3, x=0),  # below the axis title, clear of the title
                       xaxis=dict(title="step"), yaxis=dict(title="sink mass", range=[0, 1]),
                       yaxis2=dict(title="distance (tokens)", overlaying="y", side="right", rangemode="tozero"))
     attach_numbers(fig, lambda: "step,token,sink_mass,mean_distance_tokens\n" + "".join(
