@@ -93,7 +93,7 @@ class Generation:
         width = self.n_prompt + n - 1
         out = np.full((n, max(width, 1)), np.nan, dtype=np.float32)
         for i in range(n):
-            r = self.steps[i].rows[layer, head] if self.steps[i].rows is not None else self.row(i)[layer, head]
+            r = self.row(i)[layer, head]
             out[i, : len(r)] = r
         return out
 

@@ -3,7 +3,6 @@ appear as they are written (progress, Cancel that keeps them), and the step choo
 from __future__ import annotations
 
 import hashlib
-import time
 
 import numpy as np
 import streamlit as st
@@ -190,8 +189,6 @@ def _picked(key: str) -> None:
 
 def _toggle_play() -> None:
     st.session_state[PLAYING] = not st.session_state.get(PLAYING)
-    if st.session_state[PLAYING]:
-        st.session_state["_gen_play_from"] = time.monotonic()
 
 
 def _player(n: int) -> None:
