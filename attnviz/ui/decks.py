@@ -296,10 +296,7 @@ def enter(page: str) -> None:
     elif st.query_params.get("end") == "1":
         st.session_state[_AT] = None
         st.session_state["present"] = False  # the sidebar's toggle is drawn later in this run
-        del st.query_params["end"]
-        # the page config's sidebar state applies to a full page load only: End is a page switch inside the
-        # session, so the sidebar folded away while presenting is opened again here
-        st.html(REOPEN_SIDEBAR_JS, unsafe_allow_javascript=True)
+        del st.query_params["end"]  # the page config of this run opens the sidebar again (app.py)
 
 
 def presenting_deck() -> tuple[str, dk.Deck, int] | None:
@@ -338,17 +335,6 @@ BAR_CSS = """<style>
 [data-testid="deck-bar"] .deck-count { opacity: .7; font-weight: 600; margin-right: .4rem; }
 .st-key-deck_bar { border-bottom: 1px solid rgba(49, 51, 63, .2); padding-bottom: .25rem; }
 </style>"""
-
-REOPEN_SIDEBAR_JS = """<script>
-(() => {
-  const doc = window.parent.document;
-  let tries = 0;
-  const t = setInterval(() => {
-    const b = doc.querySelector('[data-testid="stExpandSidebarButton"]');
-    if (b) { b.click(); clearInterval(t); } else if (++tries > 40) clearInterval(t);
-  }, 100);
-})();
-</script>"""
 
 # The keyboard: installed once in the page's document, by a script of the page itself (a listener added
 # by a script that Streamlit later replaces could stop being called). Right / Page Down: next slide; Left / Page Up: previous; Home:

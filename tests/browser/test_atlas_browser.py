@@ -76,7 +76,7 @@ def test_an_uploaded_file_parsed_by_spacy_runs_end_to_end(page, app_server, tmp_
     wait_for_app(page)
     page.locator('.st-key-at_upload input[type="file"]').set_input_files(str(path))
     wait_for_app(page)
-    page.get_by_text("Parse with spaCy").click()
+    page.locator(".st-key-at_parse").get_by_text("Parse with spaCy").click()
     wait_for_app(page)
     page.get_by_role("button", name="▶ Run the corpus").click()
     page.get_by_text("Done: 6 of 6 sentences stored").first.wait_for(timeout=300_000)
