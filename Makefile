@@ -61,9 +61,9 @@ test-browser: setup-dev chromium nginx
 	$(PYTEST) -m browser
 
 # The full browser walk: every page, every control's options (up to 6), away and back.
-# `make test` runs the reduced walk; the report is test-artifacts/walk-report.json.
+# `make test` runs the reduced walk; the reports are test-artifacts/walk-report-<mode>-<part>-of-3.json.
 walk: setup-dev chromium
-	ATTNVIZ_WALK=full $(PY) -m pytest -q -p no:cacheprovider -s tests/browser/test_walk.py
+	ATTNVIZ_WALK=full $(PY) -m pytest -q -p no:cacheprovider -n $(WORKERS) tests/browser/test_walk.py
 
 # Two replicas behind nginx with sticky sessions at http://127.0.0.1:$(PORT) (deploy/nginx.conf.template).
 serve-replicas: setup nginx

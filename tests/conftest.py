@@ -26,10 +26,11 @@ WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
 if WORKER:  # several workers (and their servers) share the cores: one torch thread each, no spinning threads
     os.environ.setdefault("ATTNVIZ_THREADS", "1")
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-# corpus runs of the Head atlas page go under test-artifacts, never the developer's cache (servers inherit it)
-os.environ.setdefault("ATTNVIZ_ATLAS_DIR", str(ARTIFACTS / "-".join(filter(None, ("atlas", WORKER)))))
+# corpus runs of the Head atlas page go under test-artifacts, never the developer's cache (servers inherit it).
+# Set, not defaulted: the workers inherit the environment of the process that started them, and each needs its own.
+os.environ["ATTNVIZ_ATLAS_DIR"] = str(ARTIFACTS / "-".join(filter(None, ("atlas", WORKER))))
 # working copies of lecture decks likewise (the Deck page writes one on every change)
-os.environ.setdefault("ATTNVIZ_DECK_DIR", str(ARTIFACTS / "-".join(filter(None, ("decks", WORKER)))))
+os.environ["ATTNVIZ_DECK_DIR"] = str(ARTIFACTS / "-".join(filter(None, ("decks", WORKER))))
 # so do the timings record and the converted copy of SmolLM2's GGUF file (converted once, read by the later servers)
 os.environ.setdefault("ATTNVIZ_CACHE_DIR", str(ARTIFACTS / "cache"))
 

@@ -159,11 +159,16 @@ def test_focus_top_k_and_profiles(recorded):
     assert total < 3_000_000, total
 
 
-def test_sink_experiment_runs_from_the_page(recorded):
-    at = recorded
-    at.select_slider(key="lg_len").set_value(512).run()  # a shorter text for the three passes
-    assert any("settings changed" in i.value for i in at.info)
+def test_sink_experiment_runs_from_the_page(tiny_folder):
+    """A page of its own: the tests sharing `recorded` may run in any order, so none of them changes it."""
+    at = open_page(PAGE, model_choice="other", custom_model=tiny_folder)
+    at.radio(key="lg_source").set_value(BUNDLED).run()
+    at.select_slider(key="lg_len").set_value(512).run()  # a short text for the three passes
     _record(at)
+    at.select_slider(key="lg_len").set_value(1024).run()
+    assert any("settings changed" in i.value for i in at.info)
+    at.select_slider(key="lg_len").set_value(512).run()
+    assert not any("settings changed" in i.value for i in at.info)
     at.select_slider(key="lg_cache").set_value(128).run()
     at.button(key="lg_sinks_run").click().run()
     end = time.time() + 120

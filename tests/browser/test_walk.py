@@ -2,9 +2,11 @@
 radio, select box, toggle, checkbox, segmented control, tab, multiselect and button, away and back,
 with a text of its own in the sidebar. Any exception box, page error, crash in the console, request
 off this machine, server traceback, or lost sidebar text / model is a failure; all of them are
-collected and listed at the end (and in test-artifacts/walk-report.json).
+collected and listed at the end (and in test-artifacts/walk-report-*.json).
 
-`make test` runs the reduced walk (a few minutes); `make walk` (ATTNVIZ_WALK=full) the full one."""
+Every page is also opened by a full page load of its link (title drawn, sidebar text and model back from
+the URL), and its screenshot kept in test-artifacts. `make test` runs the reduced walk in three parts that
+test workers share; `make walk` (ATTNVIZ_WALK=full) the full one."""
 from __future__ import annotations
 
 import time
@@ -26,26 +28,40 @@ def walk_server():
     yield from served()
 
 
-def test_walk_every_page(browser, walk_server):
+SHARDS = 3  # the pages are walked in three parts (every third page), so that test workers share the walk
+
+
+def shard_titles(shard: int) -> list[str]:
+    return [t for _, _, t in app_pages()][shard::SHARDS]
+
+
+def test_the_shards_cover_every_page_once():
+    titles = [t for shard in range(SHARDS) for t in shard_titles(shard)]
+    assert sorted(titles) == sorted(t for _, _, t in app_pages()) and len(titles) > SHARDS
+
+
+@pytest.mark.parametrize("shard", range(SHARDS))
+def test_walk_every_page(browser, walk_server, shard):
     mode = mode_from_env()
+    titles = shard_titles(shard)
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
     page.set_default_timeout(30_000)
-    walker = Walker(page, walk_server.url, mode, server_log=ARTIFACTS / f"streamlit-{walk_server.port}.log")
+    walker = Walker(page, walk_server.url, mode, server_log=ARTIFACTS / f"streamlit-{walk_server.port}.log",
+                    screenshots=ARTIFACTS)
     t0 = time.time()
     try:
-        walker.run(WALK_TEXT)
+        walker.run(WALK_TEXT, titles)
     finally:
         seconds = time.time() - t0
-        data = walker.report(ARTIFACTS / "walk-report.json", seconds)
-        walker.report(ARTIFACTS / f"walk-report-{mode.name}.json", seconds)
+        data = walker.report(ARTIFACTS / f"walk-report-{mode.name}-{shard + 1}-of-{SHARDS}.json", seconds)
         try:
-            page.screenshot(path=str(ARTIFACTS / f"walk-{mode.name}-last.png"), full_page=True)
+            page.screenshot(path=str(ARTIFACTS / f"walk-{mode.name}-{shard + 1}-last.png"), full_page=True)
         finally:
             context.close()
     visited = {p["page"] for p in data["pages"]}
-    missing = [t for _, _, t in app_pages() if t not in visited]
-    print(f"\n{mode.name} walk: {len(visited)} pages, "
+    missing = [t for t in titles if t not in visited]
+    print(f"\n{mode.name} walk, part {shard + 1} of {SHARDS}: {len(visited)} pages, "
           f"{sum(p['interactions'] for p in data['pages'])} interactions in {seconds:.0f} s")
     assert not missing, f"pages never visited: {missing}"
     assert not walker.failures, walker.summary()

@@ -248,8 +248,10 @@ def _sample(n: int, k: int) -> list[int]:
 class Walker:
     """Drives one Playwright page through the app and collects failures instead of stopping."""
 
-    def __init__(self, page, base_url: str, mode: WalkMode = REDUCED, server_log: Path | None = None):
+    def __init__(self, page, base_url: str, mode: WalkMode = REDUCED, server_log: Path | None = None,
+                 screenshots: Path | None = None):
         self.page = page
+        self.screenshots = screenshots  # a folder for one screenshot of each page after its page load
         self.base = base_url.rstrip("/")
         self.mode = mode
         self.pages = app_pages()
@@ -669,9 +671,32 @@ class Walker:
         if self.goto_page(title):
             self.check()
             self.check_sidebar(f"after coming back to {title} from {away}")
+            self.reload_page(title)
         st.seconds = round(time.time() - t0, 1)
         print(f"walk [{self.mode.name}] {title}: {st.interactions} interactions, {st.seconds:.0f} s, "
               f"{len(self.failures)} failure(s) so far", file=sys.stderr, flush=True)
+
+    def reload_page(self, title: str) -> None:
+        """A full page load of the page's link (what a bookmark or a shared link does): the page draws its
+        title, no exception, and the sidebar text and model come back from the URL."""
+        self.where = (title, "navigation", "page load of its link")
+        want = self.path()
+        try:
+            self.page.reload()
+            self.page.locator('h1, [data-testid="stException"]').first.wait_for(timeout=self.mode.interaction_timeout * 1000)
+        except Exception as e:  # noqa: BLE001
+            self.fail("navigation", f"a page load of {want} drew no title: {e!s:.200}")
+            return
+        self.settle()
+        self.check()
+        if self.path() != want:
+            self.fail("navigation", f"a page load of {want} left the browser on {self.path()}")
+        h1 = self.page.locator("h1")
+        if not h1.count() or not h1.first.inner_text().strip():
+            self.fail("navigation", f"a page load of {want} drew no page title")
+        self.check_sidebar(f"after a page load of {title}")
+        if self.screenshots:
+            self.page.screenshot(path=str(self.screenshots / f"page-{want.strip('/') or 'home'}.png"))
 
     def away_from(self, title: str) -> str:
         titles = [t for _, _, t in self.pages]
