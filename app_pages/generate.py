@@ -35,9 +35,16 @@ except AttnvizError as err:  # an empty or unusable prompt: a sentence, never a 
 if request.pair:
     st.caption("The second sentence (B) is not used: the model continues one text.")
 ids = [int(i) for i in e.ids]
-context = loaded.facts.max_positions or (len(ids) + ug.MAX_NEW)
+encoder_decoder = loaded.facts.kind == "encoder-decoder"
+if encoder_decoder:  # the encoder reads the prompt; the decoder writes from its start token, with its own positions
+    room = (loaded.facts.max_positions or ug.MAX_NEW + 1) - 1
+    st.caption(f"{loaded.facts.name} is an encoder-decoder: its encoder reads the sidebar's text once, and its "
+               "decoder writes a new text from its start token, attending to what it wrote (self-attention) and to "
+               "the prompt (cross-attention).")
+else:
+    room = (loaded.facts.max_positions or (len(ids) + ug.MAX_NEW)) - len(ids)
 st.subheader("Settings")
-sampling = ug.settings(context - len(ids))
+sampling = ug.settings(room)
 g = ug.run_panel(request, loaded, ids, sampling)
 if g is None or not g.steps:
     stop_page()
@@ -45,16 +52,18 @@ if g is None or not g.steps:
 labels = token_labels(loaded, g.ids)
 ended = {"eos": "it wrote its end-of-sequence token", "cancelled": "you cancelled it; the tokens written are kept",
          "length": "it reached the number of new tokens asked for"}[g.stopped]
-st.success(f"Wrote **{len(g.steps):,} tokens** in {g.seconds:.1f} s ({ended}). The KV cache holds "
-           f"{g.cache_bytes:,} bytes, as measured: 2 (keys and values) × {loaded.facts.n_layers} layers × "
-           f"{loaded.facts.n_kv_heads} key/value heads × {loaded.facts.d_head} dimensions × "
+n_layers, n_heads = g.shape
+c_layers, c_kv, c_dim = ug.cache_dims(g)
+st.success(f"Wrote **{len(g.steps):,} tokens** in {g.seconds:.1f} s ({ended}). The "
+           + ("decoder's " if encoder_decoder else "") + f"KV cache holds {g.cache_bytes:,} bytes, as measured: 2 "
+           f"(keys and values) × {c_layers} layers × {c_kv} key/value heads × {c_dim} dimensions × "
            f"{len(g.ids) - 1:,} positions × 4 bytes (float32).", icon=":material/check:")
 
 st.subheader("The text, step by step")
 step = ug.step_chooser(g, labels)
 s = g.steps[step]
 written = labels[g.n_prompt + step]
-layer, head = head_picker(loaded.facts.n_layers, loaded.facts.n_heads, "gen")
+layer, head = head_picker(n_layers, n_heads, "gen")
 scope = st.segmented_control("Attention shown", ug.SCOPES, key=ug.SCOPE,
                              help="One head, the mean of the chosen layer's heads, or the mean over every layer and head.") \
     or ug.SCOPES[0]
@@ -67,6 +76,12 @@ st.markdown(f"**Step {step}** wrote **{written}** (probability {s.chosen_before:
             f"Its query was the token at position {s.query} (**{labels[s.query]}**); the text below is shaded by what "
             f"it attended to ({where}). Hover a token for its weight.")
 ug.shaded(labels[: s.query + 1], w, s.query)
+if encoder_decoder:
+    source = token_labels(loaded, g.source_ids)
+    cw = ug.scope_weights(g, step, layer, head, scope, cross=True)
+    st.markdown(f"**What it read in the prompt** (cross-attention, {where}): the decoder's query at step {step} "
+                "over the encoder's positions. Hover a token for its weight.")
+    ug.shaded(source, cw, None)
 
 left, right = st.columns(2)
 with left:
@@ -79,16 +94,23 @@ with left:
                "renormalised: the distribution the token was drawn from (red: the token written)."
                + (" Greedy decoding puts all of it on the most likely token." if g.sampling.is_greedy else ""))
 with right:
-    lens_labels, lens_probs = step_lens(loaded, s, k=5)
-    show_figure(gf.lens_figure(lens_labels, lens_probs, written, f"Logit lens of step {step}"), key="gen_lens")
-    st.caption("Each row reads the query position's residual stream after the embeddings (0) and after each "
-               "block through the final norm and the unembedding: the guess forming layer by layer. The top row "
-               "is the model's own output.")
+    if encoder_decoder:
+        show_figure(gf.step_grid_figure(s.cross, source, None, f"Step {step}: every head's cross-attention"),
+                    key="gen_cross_grid")
+        st.caption("One line per decoder head (grouped by layer), one column per prompt token: where each head of "
+                   "the decoder looked in the prompt to write this token. The logit lens reads causal language "
+                   "models' layers; it is not drawn for an encoder-decoder.")
+    else:
+        lens_labels, lens_probs = step_lens(loaded, s, k=5)
+        show_figure(gf.lens_figure(lens_labels, lens_probs, written, f"Logit lens of step {step}"), key="gen_lens")
+        st.caption("Each row reads the query position's residual stream after the embeddings (0) and after each "
+                   "block through the final norm and the unembedding: the guess forming layer by layer. The top row "
+                   "is the model's own output.")
 
 grid = gf.step_grid_figure(g.row(step), labels, s.query, f"Step {step}: every head's attention")
 show_figure(grid, key="gen_grid")
 st.caption("One line per head (grouped by layer, layer 0 at the top), one column per earlier position: the row of "
-           "this step's query in every head at once.")
+           "this step's query in every head at once" + (" (the decoder's self-attention)." if encoder_decoder else "."))
 
 st.subheader("Over all steps")
 show_figure(gf.head_map_figure(g.head_map(layer, head), labels, g.n_prompt,

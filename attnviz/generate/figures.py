@@ -36,9 +36,9 @@ def _csv_text(s: str) -> str:
     return '"' + str(s).replace('"', '""') + '"'
 
 
-def step_grid_figure(rows: np.ndarray, tokens, query: int, title: str) -> go.Figure:
+def step_grid_figure(rows: np.ndarray, tokens, query: int | None, title: str) -> go.Figure:
     """(layer, head, key) one step's attention rows as one map: a line per head, grouped by layer, a column
-    per earlier position."""
+    per earlier position (query None: per prompt position, for an encoder-decoder's cross-attention)."""
     n_layers, n_heads, n = rows.shape
     z = rows.reshape(n_layers * n_heads, n)
     y_labels = [f"L{layer} H{head}" for layer in range(n_layers) for head in range(n_heads)]
@@ -53,7 +53,8 @@ def step_grid_figure(rows: np.ndarray, tokens, query: int, title: str) -> go.Fig
     step = max(1, n_heads)
     fig.update_layout(
         title=title, height=int(min(900, max(360, 4 * len(y_labels) + 140))), margin=dict(l=10, r=10, t=40, b=10),
-        xaxis=dict(title=f"earlier position (the query is {query}: {tokens[query]})", tickmode="array",
+        xaxis=dict(title="prompt position (read by the encoder)" if query is None
+                   else f"earlier position (the query is {query}: {tokens[query]})", tickmode="array",
                    tickvals=ticks["tickvals"], ticktext=ticks["ticktext"], tickangle=-60),
         yaxis=dict(title="layer · head", tickmode="array", tickvals=list(range(0, len(y_labels), step)),
                    ticktext=[f"L{i}" for i in range(n_layers)], autorange="reversed"))

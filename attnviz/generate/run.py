@@ -8,8 +8,12 @@ covers positions 0..q. Two ways to keep the rows:
   a row is softmax(q·k × scaling) over positions 0..q, recomputed when asked for. Memory grows with the
   keys only (what the model caches), never with steps x positions; sink mass and distance per step are
   summarised while generating.
-- "stored" (any other causal model): the eager attention's last row of every layer and head is copied each
-  step, after a memory check.
+- "stored" (any other causal model, and encoder-decoders): the eager attention's last row of every layer and
+  head is copied each step, after a memory check.
+
+An encoder-decoder (T5, BART) reads the prompt with its encoder once; its decoder starts from its start token
+and writes after it. A step then also keeps its cross-attention row over the prompt, every decoder layer and
+head. Positions, steps and rows are the decoder's: its "prompt" is the start token.
 """
 from __future__ import annotations
 
@@ -47,6 +51,7 @@ class Step:
     resid: np.ndarray  # (layer + 1, d_model) the query position's residual stream: embeddings, after each block
     q: np.ndarray | None = None  # (layer, head, d_head) the query after RoPE ("recompute")
     rows: np.ndarray | None = None  # (layer, head, query + 1) the attention row ("stored")
+    cross: np.ndarray | None = None  # (layer, head, source) encoder-decoders: the cross-attention row over the prompt
 
 
 @dataclass
@@ -65,6 +70,17 @@ class Generation:
     keys: list = field(default_factory=list)  # per layer (kv_head, position, d_head) float32 ("recompute")
     cache_bytes: int = 0  # bytes of the KV cache the model used at the end, as measured
     eos_id: int | None = None
+    source_ids: list[int] | None = None  # encoder-decoders: the prompt, read by the encoder (prompt_ids: the start token)
+    kv_shape: tuple[int, int, int] | None = None  # (layers, key/value heads, d_head) of the KV cache, as measured
+
+    @property
+    def encoder_decoder(self) -> bool:
+        return self.source_ids is not None
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(layers, heads) of the attention recorded: the decoder's in an encoder-decoder."""
+        return tuple(self.steps[0].sink.shape) if self.steps else (self.facts.n_layers, self.facts.n_heads)
 
     @property
     def ids(self) -> list[int]:
@@ -137,10 +153,11 @@ def _softmax(x: np.ndarray) -> np.ndarray:
 def check_model(loaded: LoadedModel) -> None:
     """BadInput unless `loaded` is a causal language model with its head."""
     facts = loaded.facts
-    if facts.kind != "decoder":
-        kind = {"encoder": "an encoder", "encoder-decoder": "an encoder-decoder"}.get(facts.kind, facts.kind)
+    if facts.kind not in ("decoder", "encoder-decoder"):
+        kind = {"encoder": "an encoder"}.get(facts.kind, facts.kind)
         raise BadInput(f"Generation writes text one token at a time, which needs a causal language model such "
-                       f"as SmolLM2; {facts.name} is {kind}. Switch to SmolLM2 to generate.")
+                       f"as SmolLM2 (or an encoder-decoder such as T5 or BART); {facts.name} is {kind}. Switch to "
+                       "SmolLM2 to generate.")
     if getattr(loaded.model, "get_output_embeddings", lambda: None)() is None:
         raise BadInput(f"{facts.name} was loaded without its language-model head, so it cannot score next tokens.")
 
@@ -148,16 +165,33 @@ def check_model(loaded: LoadedModel) -> None:
 def recomputable(loaded: LoadedModel) -> bool:
     """Whether a row is exactly softmax(q·k × scaling) over every earlier position: the plain-softmax
     families without a sliding window."""
+    if loaded.facts.kind == "encoder-decoder":
+        return False
     config = getattr(loaded.model, "config", None)
     sliding = getattr(config, "sliding_window", None) and getattr(config, "use_sliding_window", True)
     return can_write_pattern_in_place(loaded) and not sliding
 
 
-def stored_bytes(loaded: LoadedModel, n_prompt: int, max_new: int) -> int:
-    """Bytes of the rows kept in "stored" mode for a prompt of n_prompt tokens and max_new new ones."""
+def decoder_shape(loaded: LoadedModel) -> tuple[int, int]:
+    """(layers, heads) of the attention a generation step records: the decoder's in an encoder-decoder."""
     f = loaded.facts
-    positions = max_new * n_prompt + max_new * (max_new - 1) // 2  # sum over steps of query + 1
-    return 4 * f.n_layers * f.n_heads * positions
+    if f.kind != "encoder-decoder":
+        return f.n_layers, f.n_heads
+    c = loaded.model.config
+    layers = next((getattr(c, a) for a in ("decoder_layers", "num_decoder_layers") if getattr(c, a, None)), f.n_layers)
+    heads = next((getattr(c, a) for a in ("decoder_attention_heads", "num_heads") if getattr(c, a, None)), f.n_heads)
+    return int(layers), int(heads)
+
+
+def stored_bytes(loaded: LoadedModel, n_prompt: int, max_new: int) -> int:
+    """Bytes of the rows kept in "stored" mode for a prompt of n_prompt tokens and max_new new ones (an
+    encoder-decoder: the decoder's rows from its start token, and a cross-attention row over the prompt)."""
+    layers, heads = decoder_shape(loaded)
+    if loaded.facts.kind == "encoder-decoder":
+        positions = max_new * (max_new + 1) // 2 + max_new * n_prompt
+    else:
+        positions = max_new * n_prompt + max_new * (max_new - 1) // 2  # sum over steps of query + 1
+    return 4 * layers * heads * positions
 
 
 def plan(loaded: LoadedModel, prompt_ids: list[int], s: Sampling) -> str:
@@ -170,7 +204,9 @@ def plan(loaded: LoadedModel, prompt_ids: list[int], s: Sampling) -> str:
     if limit and n >= limit:
         raise BadInput(f"The prompt has {count_text(n)} tokens, which fills {loaded.facts.name}'s context of "
                        f"{count_text(limit)}: shorten it to leave room for new tokens.")
-    if limit and n + s.max_new_tokens > limit:
+    if loaded.facts.kind == "encoder-decoder":
+        pass  # the encoder reads the prompt, the decoder writes from its start token: each has its own positions
+    elif limit and n + s.max_new_tokens > limit:
         raise BadInput(f"{count_text(n)} prompt tokens and {count_text(s.max_new_tokens)} new ones exceed "
                        f"{loaded.facts.name}'s context of {count_text(limit)}: ask for at most "
                        f"{count_text(limit - n)} new tokens.")
@@ -189,9 +225,10 @@ def memory_estimate(loaded: LoadedModel, n_prompt: int, max_new: int) -> int:
     rows ("stored"), plus the KV cache and the residual streams kept for the logit lens."""
     f = loaded.facts
     n = n_prompt + max_new
-    cache = 2 * f.n_layers * f.n_kv_heads * f.d_head * n * 4
-    resid = max_new * (f.n_layers + 1) * f.d_model * 4
-    summaries = max_new * 2 * f.n_layers * f.n_heads * 8
+    layers, heads = decoder_shape(loaded)
+    cache = 2 * layers * f.n_kv_heads * f.d_head * n * 4
+    resid = max_new * (layers + 1) * f.d_model * 4
+    summaries = max_new * 2 * layers * heads * 8
     if recomputable(loaded):
         kept = cache // 2 + max_new * f.n_layers * f.n_heads * f.d_head * 4
     else:
@@ -212,20 +249,27 @@ class StepHooks:
     """What one forward of a generation step records, through the adapter's recording context: `kernel` (the
     attention of "recompute" mode: the last query row computed from q and the cached keys, the prompt's output
     left to SDPA) and `replace` (read-only hooks: the query position's residual stream, and in "stored" mode the
-    eager pattern's last row). take() returns the step's record and keeps the buffers for the next step."""
+    eager pattern's last row; in an encoder-decoder the decoder's, and its cross-attention's last row).
+    take() returns the step's record and keeps the buffers for the next step."""
 
     def __init__(self, loaded: LoadedModel, mode: str):
         f = loaded.facts
+        layers, heads = decoder_shape(loaded)
         self.mode = mode
-        self.query = np.zeros((f.n_layers, f.n_heads, f.d_head), np.float32)
-        self.sink = np.zeros((f.n_layers, f.n_heads), np.float64)
-        self.dist = np.zeros((f.n_layers, f.n_heads), np.float64)
-        self.rows: list = [None] * f.n_layers
-        self.resid = np.zeros((f.n_layers + 1, f.d_model), np.float32)
-        self.scaling = np.zeros(f.n_layers, np.float64)
-        self.replace = {"blocks.0.hook_resid_pre": self._keep_resid, "blocks.*.hook_resid_post": self._keep_resid}
+        self.cross_too = f.kind == "encoder-decoder"
+        stem = "decoder.blocks" if self.cross_too else "blocks"
+        self.query = np.zeros((layers, heads, f.d_head), np.float32)
+        self.sink = np.zeros((layers, heads), np.float64)
+        self.dist = np.zeros((layers, heads), np.float64)
+        self.rows: list = [None] * layers
+        self.cross: list = [None] * layers
+        self.resid = np.zeros((layers + 1, f.d_model), np.float32)
+        self.scaling = np.zeros(layers, np.float64)
+        self.replace = {f"{stem}.0.hook_resid_pre": self._keep_resid, f"{stem}.*.hook_resid_post": self._keep_resid}
         if mode == "stored":
-            self.replace["blocks.*.attn.hook_pattern"] = self._keep_row
+            self.replace[f"{stem}.*.attn.hook_pattern"] = self._keep_row
+            if self.cross_too:
+                self.replace[f"{stem}.*.cross_attn.hook_pattern"] = self._keep_cross
             self.kernel = None
         else:
             self.kernel = self._kernel
@@ -257,6 +301,9 @@ class StepHooks:
         self.rows[point.layer] = w.astype(np.float32)
         self._summarise(point.layer, w)
 
+    def _keep_cross(self, x, point):  # cross_attn.hook_pattern (1, head, query, source)
+        self.cross[point.layer] = x[0, :, -1].float().numpy().copy()
+
     def _keep_resid(self, x, point):  # (1, pos, d_model)
         at = 0 if point.name.endswith("hook_resid_pre") else point.layer + 1
         self.resid[at] = x[0, -1].float().numpy()
@@ -264,7 +311,8 @@ class StepHooks:
     def take(self) -> dict:
         return dict(sink=self.sink.astype(np.float32), distance=self.dist.astype(np.float32), resid=self.resid.copy(),
                     q=self.query.copy() if self.mode == "recompute" else None,
-                    rows=np.stack(self.rows) if self.mode == "stored" else None)
+                    rows=np.stack(self.rows) if self.mode == "stored" else None,
+                    cross=np.stack(self.cross) if self.cross_too else None)
 
 
 def step_hooks(loaded: LoadedModel):
@@ -300,17 +348,31 @@ def generate(loaded: LoadedModel, prompt_ids: list[int], s: Sampling, *, progres
         pass
     t0 = time.perf_counter()
     ids = torch.tensor([list(prompt_ids)])
+    source = None
+    if f.kind == "encoder-decoder":  # the encoder reads the prompt; the decoder writes from its start token
+        source = ids
+        gen.source_ids, gen.prompt_ids = list(prompt_ids), [decoder_start(loaded)]
+        ids = torch.tensor([gen.prompt_ids])
     with record(loaded, replace=hooks.replace, kernel=hooks.kernel) as rec:
-        cache = DynamicCache(config=model.config)
+        cache = None if source is not None else DynamicCache(config=model.config)
+        encoded = None
         for i in range(s.max_new_tokens):
-            out = rec.forward(input_ids=ids, past_key_values=cache, use_cache=True, **kwargs)
+            if source is None:
+                out = rec.forward(input_ids=ids, past_key_values=cache, use_cache=True, **kwargs)
+            elif encoded is None:  # first step: the encoder runs once
+                out = rec.forward(input_ids=source, attention_mask=torch.ones_like(source), decoder_input_ids=ids,
+                                  use_cache=True)
+                encoded = (out.encoder_last_hidden_state,)
+            else:
+                out = rec.forward(encoder_outputs=encoded, attention_mask=torch.ones_like(source),
+                                  decoder_input_ids=ids, past_key_values=cache, use_cache=True)
             cache = out.past_key_values
             logits = out.logits[0, -1].float()
             before = torch.softmax(logits, dim=-1)
             after = warp(logits, s)
             token = int(torch.argmax(logits)) if s.is_greedy else draw(after, generator)
             top = torch.topk(before, min(TOP, before.numel()))
-            step = Step(i, len(prompt_ids) + i - 1, token, top.indices.numpy().copy(), top.values.numpy().copy(),
+            step = Step(i, gen.n_prompt + i - 1, token, top.indices.numpy().copy(), top.values.numpy().copy(),
                         after[top.indices].numpy().copy(), float(before[token]), float(after[token]), **hooks.take())
             gen.steps.append(step)
             if on_step is not None:
@@ -324,11 +386,24 @@ def generate(loaded: LoadedModel, prompt_ids: list[int], s: Sampling, *, progres
                 break
             ids = torch.tensor([[token]])
     gen.seconds = time.perf_counter() - t0
-    gen.cache_bytes = _cache_bytes(cache)
+    own = getattr(cache, "self_attention_cache", cache)  # a decoder's own keys and values
+    gen.cache_bytes = _cache_bytes(own)
+    layers = [layer for layer in getattr(own, "layers", []) if getattr(layer, "keys", None) is not None]
+    if layers:
+        gen.kv_shape = (len(layers), int(layers[0].keys.shape[1]), int(layers[0].keys.shape[-1]))
     if mode == "recompute":
         gen.scaling = hooks.scaling.copy()
         gen.keys = [layer.keys[0].float().numpy().copy() for layer in cache.layers]
     return gen
+
+
+def decoder_start(loaded: LoadedModel) -> int:
+    """The token an encoder-decoder's decoder starts from."""
+    c = loaded.model.config
+    start = getattr(c, "decoder_start_token_id", None)
+    if start is None:
+        start = getattr(loaded.tokenizer, "pad_token_id", None) or 0
+    return int(start)
 
 
 def token_labels(loaded: LoadedModel, ids) -> list[str]:

@@ -146,7 +146,7 @@ def _live(job, loaded: LoadedModel) -> None:
     jobs.bar(job)
     live = list(job.data["live"])
     if live:
-        prompt = token_labels(loaded, job.data["prompt"][-40:])
+        prompt = [] if loaded.facts.kind == "encoder-decoder" else token_labels(loaded, job.data["prompt"][-40:])
         new = token_labels(loaded, live)
         st.markdown(f'<div style="line-height:1.9">…<span style="opacity:.55">{_join(prompt)}</span>'
                     f'<b>{_join(new)}</b></div>', unsafe_allow_html=True)
@@ -206,9 +206,10 @@ def _player(n: int) -> None:
     tick()
 
 
-def scope_weights(g: Generation, step: int, layer: int, head: int, scope: str) -> np.ndarray:
-    """(query + 1,) the step's weights over earlier positions: one head, the layer's mean, or all layers' mean."""
-    rows = g.row(step)
+def scope_weights(g: Generation, step: int, layer: int, head: int, scope: str, cross: bool = False) -> np.ndarray:
+    """(query + 1,) the step's weights over earlier positions (cross: (source,) over an encoder-decoder's prompt):
+    one head, the layer's mean, or all layers' mean."""
+    rows = g.steps[step].cross if cross else g.row(step)
     if scope == "This head":
         return rows[layer, head]
     if scope == "Layer mean":
@@ -240,13 +241,24 @@ def measured_cache_note(formula) -> None:
         st.caption("Generate some text on the **Generate** page: its KV cache, as measured, appears here beside "
                    "the formula.")
         return
-    f = g.facts
+    layers, kv, d = cache_dims(g)
     tokens = len(g.ids) - 1  # the last token written is never fed back
-    want = formula(f.n_layers, f.n_kv_heads, f.d_head, tokens, 1, 4)
+    want = formula(layers, kv, d, tokens, 1, 4)
+    whose = " (its decoder's own cache; the cross-attention's keys over the prompt are cached apart)" \
+        if g.encoder_decoder else ""
     st.info(f"Your last generation on the Generate page ({g.model}, {tokens:,} tokens cached in float32): the KV "
-            f"cache measured **{g.cache_bytes:,} bytes**; the formula gives 2 × {f.n_layers} × {f.n_kv_heads} × "
-            f"{f.d_head} × {tokens:,} × 1 × 4 = **{want:,} bytes**"
+            f"cache measured **{g.cache_bytes:,} bytes**{whose}; the formula gives 2 × {layers} × {kv} × "
+            f"{d} × {tokens:,} × 1 × 4 = **{want:,} bytes**"
             + (" — the same." if want == g.cache_bytes else "."), icon=":material/straighten:")
+
+
+def cache_dims(g: Generation) -> tuple[int, int, int]:
+    """(layers, key/value heads, d_head) the KV cache formula takes: the model's facts for a causal model; for an
+    encoder-decoder, its decoder's (the facts describe the encoder), as the cache holds them."""
+    f = g.facts
+    if g.encoder_decoder and g.kv_shape is not None:
+        return g.kv_shape
+    return f.n_layers, f.n_kv_heads, f.d_head
 
 
 def shaded(labels, weights, query: int) -> None:

@@ -107,3 +107,38 @@ def test_greedy_generation_on_a_tiny_llama(llama_folder):
     n_cached = len(g2.ids) - 1
     assert f"measured **{g2.cache_bytes:,} bytes**" in note and "— the same." in note
     assert g2.cache_bytes == 2 * 2 * 2 * 8 * n_cached * 4  # tiny Llama: 2 layers, 2 key/value heads of 8
+
+
+def test_an_encoder_decoder_writes_from_its_start_token_and_shows_its_cross_attention(tmp_path):
+    """A tiny random T5 in a folder: the encoder reads the sidebar's text, the decoder writes from its start
+    token; the page's cross-attention grid of a step is the model's own teacher-forced cross-attention, and the
+    KV cache lab measures the decoder's cache with the decoder's shape."""
+    model, tok, _ = build("t5")
+    model.save_pretrained(tmp_path)
+    tok.save_pretrained(tmp_path)
+    at = open_page(PAGE, text=TEXT, model_choice="other", custom_model=str(tmp_path))
+    assert not at.warning, [m.value for m in at.warning]
+    assert not any("causal language model" in i.value for i in at.info)
+    assert any("is an encoder-decoder" in c.value for c in at.caption)
+    at.number_input(key="gen_new").set_value(6).run()
+    at.button(key="gen_run").click()
+    g = _generated(at)
+    prompt = tok(TEXT)["input_ids"]
+    assert g.source_ids == prompt and g.prompt_ids == [0] and len(g.steps) == 6
+    with torch.no_grad():
+        full = model(input_ids=torch.tensor([prompt]), decoder_input_ids=torch.tensor([g.ids]), output_attentions=True)
+    at.slider(key="gen_step").set_value(3).run()
+    specs = _specs(at)
+    cross = np.asarray(decode(specs["Step 3: every head's cross-attention"]["data"][0]["z"]), dtype=float)
+    want = np.stack([a[0, :, 3].numpy() for a in full.cross_attentions])  # (layer, head, source)
+    np.testing.assert_allclose(cross, want.reshape(-1, len(prompt)), atol=1e-5)
+    own = np.asarray(decode(specs["Step 3: every head's attention"]["data"][0]["z"]), dtype=float)
+    np.testing.assert_allclose(own, np.stack([a[0, :, 3, :4].numpy() for a in full.decoder_attentions]).reshape(-1, 4),
+                               atol=1e-5)
+    assert "Logit lens of step 3" not in specs
+    assert any("What it read in the prompt" in m.value for m in at.markdown)
+    at.switch_page("app_pages/lab_kv_cache.py")
+    at.run()
+    note = " ".join(i.value for i in at.info)
+    assert f"measured **{g.cache_bytes:,} bytes**" in note and "— the same." in note
+    assert g.cache_bytes == 2 * 2 * 4 * 8 * 6 * 4  # decoder: 2 layers, 4 heads of 8, 6 positions fed

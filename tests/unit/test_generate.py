@@ -51,6 +51,41 @@ def test_every_steps_rows_are_the_rows_of_one_full_forward(arch, mode):
         assert np.isnan(m[i, s.query + 1:]).all()
 
 
+@pytest.mark.parametrize("arch", ["t5", "bart"])
+def test_an_encoder_decoder_records_its_decoder_and_cross_attention_exactly(arch):
+    """The encoder reads the prompt once; the decoder writes from its start token. Each step's self- and
+    cross-attention rows equal one full teacher-forced forward over the final decoder text, and greedy decoding
+    writes what transformers' `generate` writes."""
+    loaded = tiny_loaded(arch)
+    n = 10
+    g = generate(loaded, PROMPT, Sampling(max_new_tokens=n, stop_at_eos=False))
+    start = loaded.model.config.decoder_start_token_id
+    assert g.mode == "stored" and g.encoder_decoder and g.source_ids == PROMPT and g.prompt_ids == [start]
+    assert len(g.steps) == n and g.shape == (2, 4)
+    with torch.no_grad():
+        full = loaded.model(input_ids=torch.tensor([PROMPT]), decoder_input_ids=torch.tensor([g.ids]),
+                            output_attentions=True, output_hidden_states=True)
+    self_attn = np.stack([a[0].numpy() for a in full.decoder_attentions])  # (layer, head, dec, dec)
+    cross = np.stack([a[0].numpy() for a in full.cross_attentions])  # (layer, head, dec, source)
+    hidden = np.stack([h[0].numpy() for h in full.decoder_hidden_states])  # (layer + 1, dec, d_model)
+    for i, s in enumerate(g.steps):
+        assert s.query == i
+        np.testing.assert_allclose(g.row(i), self_attn[:, :, i, : i + 1], atol=1e-5, rtol=0)
+        np.testing.assert_allclose(s.cross, cross[:, :, i], atol=1e-5, rtol=0)
+        np.testing.assert_allclose(s.sink, self_attn[:, :, i, 0], atol=1e-5, rtol=0)
+        np.testing.assert_allclose(s.resid[:-1], hidden[:-1, i], atol=1e-5, rtol=0)
+        p = torch.softmax(full.logits[0, i], -1)
+        assert s.token_id == int(torch.argmax(p)) and s.chosen_before == pytest.approx(float(p[s.token_id]), abs=1e-5)
+    with torch.no_grad():
+        ref = loaded.model.generate(torch.tensor([PROMPT]), attention_mask=torch.ones(1, len(PROMPT), dtype=torch.long),
+                                    do_sample=False, num_beams=1, max_new_tokens=n, min_new_tokens=n,
+                                    no_repeat_ngram_size=0, forced_bos_token_id=None, forced_eos_token_id=None,
+                                    repetition_penalty=1.0)
+    assert g.ids == ref[0].tolist()
+    # the decoder's own KV cache, as measured: 2 x layers x heads x d_head x (decoder positions fed) x 4 bytes
+    assert g.cache_bytes == 2 * 2 * 4 * 8 * n * 4
+
+
 @pytest.mark.parametrize("arch", ["llama", "gpt2"])
 def test_greedy_writes_what_transformers_generate_writes(arch):
     loaded = tiny_loaded(arch)
@@ -171,7 +206,7 @@ def test_end_of_sequence_stops():
 
 
 def test_plain_messages():
-    with pytest.raises(BadInput, match="causal language model"):
+    with pytest.raises(BadInput, match="causal language model.*bert is an encoder"):
         generate(tiny_loaded("bert"), PROMPT, Sampling())
     llama = tiny_loaded("llama")  # context of 64 positions
     with pytest.raises(BadInput, match="empty"):
