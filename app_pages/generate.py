@@ -6,7 +6,6 @@ from attnviz.errors import AttnvizError
 from attnviz.generate import figures as gf
 from attnviz.generate.run import step_lens, token_labels
 from attnviz.ui import generate as ug
-from attnviz.ui.contrib import weights_only_note
 from attnviz.ui.figure import show_figure
 from attnviz.ui.heads import clicked_head, head_picker
 from attnviz.ui.metrics import sidebar_model
@@ -67,15 +66,14 @@ layer, head = head_picker(n_layers, n_heads, "gen")
 scope = st.segmented_control("Attention shown", ug.SCOPES, key=ug.SCOPE,
                              help="One head, the mean of the chosen layer's heads, or the mean over every layer and head.") \
     or ug.SCOPES[0]
-w = ug.scope_weights(g, step, layer, head, scope)
-weights_only_note()
+w, what = ug.shown_weights(loaded, g, step, layer, head, scope)
 where = {"This head": f"layer {layer}, head {head}", "Layer mean": f"mean of layer {layer}'s heads",
          "All layers": "mean of every layer and head"}[scope]
 st.markdown(f"**Step {step}** wrote **{written}** (probability {s.chosen_before:.3f} from the model"
             + ("" if g.sampling.is_greedy else f", {s.chosen_after:.3f} after sampling's changes") + "). "
             f"Its query was the token at position {s.query} (**{labels[s.query]}**); the text below is shaded by what "
-            f"it attended to ({where}). Hover a token for its weight.")
-ug.shaded(labels[: s.query + 1], w, s.query)
+            f"it attended to ({where}). Hover a token for its value.")
+ug.shaded(labels[: s.query + 1], w, s.query, what)
 if encoder_decoder:
     source = token_labels(loaded, g.source_ids)
     cw = ug.scope_weights(g, step, layer, head, scope, cross=True)

@@ -4,7 +4,10 @@ gen_overhead_256      generating 256 tokens greedily with every step recorded / 
 gen_step_ratio_2048   one step at a 2,048-token context with recording / the same step without (goal <= 1.3)
 gen_view_ms           the server-side work of switching the viewed step on the Generate page: the step's rows, shaded
                       text, candidates, logit lens and the figures' JSON (64 tokens written; median of 7; goal
-                      <= 150 ms; Streamlit's own rerun cost is heatmap_rerun_ms_512's floor)"""
+                      <= 150 ms; Streamlit's own rerun cost is heatmap_rerun_ms_512's floor)
+gen_memory_1024_mb    the most memory a 1,024-token generation with every step recorded took above the loaded model
+                      (resident set, sampled every 20 ms, in a process of its own; goal <= 2,048 MB), beside
+gen_memory_estimate_1024_mb  what the page says before it runs (quick: 256 tokens)"""
 from __future__ import annotations
 
 import statistics
@@ -99,6 +102,57 @@ def _view_ms(loaded, n_new: int, repeats: int) -> float:
     return statistics.median(times)
 
 
+def _rss() -> int:
+    import os
+
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def peak_above_model(n_new: int) -> dict[str, float]:
+    """In this process: load SmolLM2, generate n_new tokens with recording, and report the peak resident memory
+    above the loaded model and the page's estimate (MB)."""
+    import gc
+    import threading
+
+    from attnviz.generate.run import generate, memory_estimate
+    from attnviz.generate.sampling import Sampling
+    from attnviz.models import load_model
+
+    loaded = load_model("smollm2")
+    ids = loaded.tokenizer(PROMPT)["input_ids"]
+    generate(loaded, ids, Sampling(max_new_tokens=4, stop_at_eos=False))  # first-call allocations are the model's
+    gc.collect()
+    base, peak, done = _rss(), [0], threading.Event()
+
+    def sample():
+        while not done.is_set():
+            peak[0] = max(peak[0], _rss())
+            done.wait(0.02)
+
+    t = threading.Thread(target=sample, daemon=True)
+    t.start()
+    g = generate(loaded, ids, Sampling(max_new_tokens=n_new, stop_at_eos=False))
+    done.set()
+    t.join()
+    peak[0] = max(peak[0], _rss())
+    mb = 1024 ** 2
+    return {f"gen_memory_{n_new}_mb": (peak[0] - base) / mb,
+            f"gen_memory_estimate_{n_new}_mb": memory_estimate(loaded, len(ids), n_new) / mb,
+            f"gen_memory_tokens_{n_new}": len(g.steps)}
+
+
+def _memory(n_new: int) -> dict[str, float]:
+    """peak_above_model in a fresh process (this one's allocator holds what the other figures freed)."""
+    import json
+    import subprocess
+    import sys
+
+    code = f"import json; from attnviz.bench.generate import peak_above_model; print(json.dumps(peak_above_model({n_new})))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=1800, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def figures(quick: bool = False) -> dict[str, float]:
     from attnviz.models import load_model
 
@@ -106,6 +160,7 @@ def figures(quick: bool = False) -> dict[str, float]:
     out = _overhead(loaded, 64 if quick else 256, 1 if quick else 2)
     out.update(_step_ratio(loaded, 512 if quick else 2048, 5 if quick else 9))
     out["gen_view_ms"] = _view_ms(loaded, 16 if quick else 64, 3 if quick else 7)
+    out.update(_memory(256 if quick else 1024))
     return out
 
 

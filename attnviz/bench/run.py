@@ -19,7 +19,7 @@ FIGURE_MODULES = [
     "attnviz.bench.vision",  # vit_digits_accuracy, vit_train_seconds, vit_grid_bytes
     "attnviz.bench.attribution",  # ig_seconds_128
     "attnviz.bench.contrib",  # contrib_ratio_512, contrib_total_ratio_512
-    "attnviz.bench.generate",  # gen_overhead_256, gen_step_ratio_2048, gen_view_ms
+    "attnviz.bench.generate",  # gen_overhead_256, gen_step_ratio_2048, gen_view_ms, gen_memory_1024_mb
     "attnviz.bench.long",  # long_extract_ratio_4096, long_peak_gb_4096, long_head_ms_4096, long_grid_bytes_4096
     "attnviz.bench.atlas",  # atlas_sentences_per_s, atlas_ratio, atlas_query_ms
     "attnviz.bench.rerun",  # heatmap_rerun_ms_512 (a Streamlit server and one websocket session)

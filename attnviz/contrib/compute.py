@@ -44,6 +44,26 @@ def contributions(loaded, text: str, text_pair: str | None = None, *, max_tokens
     return decompose(layers)
 
 
+def ids_contributions(loaded, ids) -> Contributions:
+    """Contributions of every layer of a causal `loaded` on token ids as they are (a generated text: no
+    re-tokenisation)."""
+    import torch
+
+    parts.family_of(loaded.model)
+    _, layers = parts.record(loaded, {"input_ids": torch.tensor([[int(i) for i in ids]])})
+    return decompose(layers)
+
+
+def lens_maps(contrib: Contributions, quantity: str) -> np.ndarray:
+    """(layer, head, query, key) of `quantity` for a view: value-weighted rows as shares, or ALTI's one map per
+    layer as (layer, 1, query, key)."""
+    if quantity == "value-weighted":
+        return rows_normalised(contrib.value_weighted)
+    if quantity == "ALTI":
+        return np.ascontiguousarray(contrib.alti[:, None])
+    raise BadInput(f"Unknown quantity {quantity!r}; choose one of {', '.join(QUANTITIES[1:])}.")
+
+
 def scratch_contributions(model, src_ids) -> Contributions:
     """Contributions of attnviz's own toy transformer on one source sequence (its encoder, or the
     whole stack of a causal toy model)."""
@@ -88,9 +108,6 @@ def lens(result: AttentionResult, contrib: Contributions | None, quantity: str) 
         raise BadInput("No contributions were computed for this input.")
     if contrib.value_weighted.shape[2] != result.seq_len or contrib.n_layers != result.n_layers:
         raise BadInput("The contributions belong to another input than the one shown.")
-    if quantity == "value-weighted":
-        maps = rows_normalised(contrib.value_weighted)
-    else:
-        maps = np.ascontiguousarray(contrib.alti[:, None])  # (layer, 1, n, n): heads summed
+    maps = lens_maps(contrib, quantity)
     # a lens shows the encoder's self-attention only: the decoder stacks keep their weights
     return replace(result, attention=maps, quantity=quantity)

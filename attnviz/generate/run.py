@@ -397,6 +397,26 @@ def generate(loaded: LoadedModel, prompt_ids: list[int], s: Sampling, *, progres
     return gen
 
 
+LENS_LIMIT = 512  # tokens at most for the sidebar's lens over a generation: (layer, head, n, n) float32 maps
+
+
+def lens_rows(loaded: LoadedModel, g: Generation, quantity: str) -> np.ndarray:
+    """(layer, head or 1, query, key) the sidebar's lens ("value-weighted" or "ALTI") over the generated text:
+    one forward over the positions the steps read, whose rows at a step's query are what that step computed
+    (a causal model's row depends on the earlier positions only). BadInput for an encoder-decoder or a text
+    longer than LENS_LIMIT."""
+    from attnviz.contrib.compute import ids_contributions, lens_maps
+
+    if g.encoder_decoder:
+        raise BadInput("The lens is worked out for the self-attention of causal models and encoders, not for an "
+                       "encoder-decoder's decoder.")
+    fed = g.ids[:-1]  # the last token written is never read
+    if len(fed) > LENS_LIMIT:
+        raise BadInput(f"The lens keeps every layer and head's map, so it is shown for generations of up to "
+                       f"{LENS_LIMIT:,} tokens; this one has {len(fed):,}.")
+    return lens_maps(ids_contributions(loaded, fed), quantity)
+
+
 def decoder_start(loaded: LoadedModel) -> int:
     """The token an encoder-decoder's decoder starts from."""
     c = loaded.model.config

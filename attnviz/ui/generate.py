@@ -217,6 +217,45 @@ def scope_weights(g: Generation, step: int, layer: int, head: int, scope: str, c
     return rows.mean((0, 1))
 
 
+LENSED = "_gen_lens"  # session: (Generation, quantity, maps) of the sidebar's lens over the last generation
+
+
+def shown_weights(loaded: LoadedModel, g: Generation, step: int, layer: int, head: int,
+                  scope: str) -> tuple[np.ndarray, str]:
+    """What the shaded text shows for the step, and what its hover calls a value: the weights, or the sidebar's
+    lens (value-weighted shares, ALTI) at the step's query row, worked out once per generation; a plain message
+    and the weights where it cannot apply."""
+    from attnviz.contrib.compute import LABELS
+    from attnviz.generate.run import lens_rows
+    from attnviz.ui.contrib import OPTIONS, quantity
+
+    weights = scope_weights(g, step, layer, head, scope)
+    q = quantity()
+    if q == "weights":
+        return weights, "weight"
+    held = st.session_state.get(LENSED)
+    if held is None or held[0] is not g or held[1] != q:
+        try:
+            with st.spinner(f"Computing {OPTIONS[q]} over the generated text…"):
+                held = (g, q, lens_rows(loaded, g, q))
+        except AttnvizError as e:
+            st.info(f"{e} The text below shows attention weights.")
+            return weights, "weight"
+        st.session_state[LENSED] = held
+    maps, query = held[2], g.steps[step].query
+    rows = maps[:, :, query, : query + 1]  # (layer, head or 1, key)
+    if scope == "This head":
+        out = rows[layer, head if rows.shape[1] > 1 else 0]
+    elif scope == "Layer mean":
+        out = rows[layer].mean(0)
+    else:
+        out = rows.mean((0, 1))
+    per_layer = " (ALTI has one map per layer: the heads are summed)" if q == "ALTI" else ""
+    st.info(f"The shaded text shows **{OPTIONS[q]}**{per_layer}, worked out over the text the step read; the grids "
+            "and maps below show the attention weights. Switch with **Show** in the sidebar.", icon=":material/scale:")
+    return out, LABELS[q]
+
+
 def exports(g: Generation, labels, layer: int, head: int) -> None:
     """Downloads of the generation: CSV and .npz (tokens, probabilities, the shown head's rows)."""
     from attnviz.generate.run import generation_csv, generation_npz
@@ -261,8 +300,8 @@ def cache_dims(g: Generation) -> tuple[int, int, int]:
     return f.n_layers, f.n_kv_heads, f.d_head
 
 
-def shaded(labels, weights, query: int) -> None:
-    """The text up to the step's query, each token shaded by the weight the query gave it (hover: the weight)."""
+def shaded(labels, weights, query: int | None, what: str = "weight") -> None:
+    """The text up to the step's query, each token shaded by the weight the query gave it (hover: the value)."""
     from attnviz.heatmap.text_view import shaded_text_html
 
-    st.html(shaded_text_html(labels, weights, focus=query, what="weight"))
+    st.html(shaded_text_html(labels, weights, focus=query, what=what))

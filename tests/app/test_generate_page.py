@@ -142,3 +142,22 @@ def test_an_encoder_decoder_writes_from_its_start_token_and_shows_its_cross_atte
     note = " ".join(i.value for i in at.info)
     assert f"measured **{g.cache_bytes:,} bytes**" in note and "— the same." in note
     assert g.cache_bytes == 2 * 2 * 4 * 8 * 6 * 4  # decoder: 2 layers, 4 heads of 8, 6 positions fed
+
+
+def test_the_sidebars_lens_shades_the_text(llama_folder):
+    """Show: value-weighted in the sidebar: the step's text is shaded by its value-weighted shares (the lens's
+    own numbers), said on the page; the grids keep the weights."""
+    from attnviz.generate.run import lens_rows
+    from attnviz.models import load_model
+
+    folder, _, _ = llama_folder
+    at = open_page(PAGE, text=TEXT, model_choice="other", custom_model=folder, lens="value-weighted")
+    at.number_input(key="gen_new").set_value(4).run()
+    at.button(key="gen_run").click()
+    g = _generated(at)
+    assert any("value-weighted" in i.value and "grids" in i.value for i in at.info)
+    vw = lens_rows(load_model(folder), g, "value-weighted")
+    q = g.steps[0].query
+    body = next(h.proto.body for h in at.get("html") if "data-weight=" in h.proto.body)
+    for j in (0, q // 2, q):
+        assert f'data-weight="{vw[0, 0, q, j]:.6f}"' in body

@@ -232,3 +232,30 @@ def test_the_step_lens_ends_on_the_models_own_distribution(arch):
         assert labels.shape == probs.shape == (loaded.facts.n_layers + 1, 5)
         np.testing.assert_allclose(probs[-1], s.p_before[:5], atol=1e-5, rtol=0)  # the output state is the model's
         assert (np.diff(probs, axis=1) <= 1e-12).all()  # most likely first
+
+
+def test_the_lens_over_a_generation_is_each_steps_own():
+    """The value-weighted lens at a step's query is ‖α f(x)‖ of that step: the recorded row times each earlier
+    token's value-vector length, as shares; and it equals the lens over only the text that step read (a causal
+    row depends on earlier positions only). ALTI has one map per layer, rows summing to 1."""
+    from attnviz.contrib.compute import ids_contributions
+    from attnviz.contrib.decompose import rows_normalised
+
+    loaded = tiny_loaded("llama")
+    g = generate(loaded, PROMPT, Sampling(max_new_tokens=6, stop_at_eos=False))
+    vw = gen_run.lens_rows(loaded, g, "value-weighted")
+    n = len(g.ids) - 1
+    assert vw.shape == (2, 4, n, n)
+    norms = ids_contributions(loaded, g.ids[:-1]).value_norms  # (layer, head, key)
+    for i, s in enumerate(g.steps):
+        q = s.query
+        want = rows_normalised(g.row(i) * norms[:, :, : q + 1])
+        np.testing.assert_allclose(vw[:, :, q, : q + 1], want, atol=1e-5, rtol=0)
+        prefix = rows_normalised(ids_contributions(loaded, g.ids[: q + 1]).value_weighted)[:, :, q]
+        np.testing.assert_allclose(vw[:, :, q, : q + 1], prefix, atol=1e-5, rtol=0)
+    alti = gen_run.lens_rows(loaded, g, "ALTI")
+    assert alti.shape == (2, 1, n, n)
+    np.testing.assert_allclose(alti.sum(-1), 1.0, atol=1e-5)
+    with pytest.raises(BadInput, match="encoder-decoder"):
+        t5 = tiny_loaded("t5")
+        gen_run.lens_rows(t5, generate(t5, PROMPT, Sampling(max_new_tokens=2, stop_at_eos=False)), "ALTI")
