@@ -64,6 +64,9 @@ BENIGN_CONSOLE = [
 ]
 
 
+STREAMLIT_PROBE = re.compile(r"^https?://[^/]+/[^_/][^/]*/_stcore/(host-config|health)$")
+
+
 def app_pages() -> list[tuple[str, str, str]]:
     """(section, file, title) of every page in the registry, in navigation order."""
     from attnviz.ui.registry import PAGES
@@ -289,6 +292,9 @@ class Walker:
         if msg.type != "error":
             return
         text = msg.text or ""
+        url = (msg.location or {}).get("url", "")
+        if STREAMLIT_PROBE.search(url) and "404" in text:
+            return  # Streamlit's page loaded at /<page> first asks /<page>/_stcore/… for its base path, then /_stcore/…
         if any(r.search(text) for r in BENIGN_CONSOLE):
             url = (msg.location or {}).get("url", "")
             if not url or urlparse(url).hostname not in LOCAL_HOSTS:
