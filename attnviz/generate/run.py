@@ -442,12 +442,11 @@ def step_lens(loaded: LoadedModel, step: Step, k: int = 5) -> tuple[np.ndarray, 
     last state being the model's own output."""
     import torch
 
-    from attnviz.logit_lens.lens import _check_causal, _head
+    from attnviz.logit_lens.lens import reader
 
-    head, norm = _check_causal(loaded)
-    unembed = _head(loaded.model, head, loaded.model.config)
+    read = reader(loaded)
     with torch.inference_mode():
-        logits = unembed(norm(torch.from_numpy(step.resid)))  # (state, vocab): every state through the final norm
+        logits = read(torch.from_numpy(step.resid))  # (state, vocab): every state through the final norm
         p = torch.softmax(logits.double(), dim=-1)
         top = torch.topk(p, k, dim=-1)
     labels = np.asarray(token_labels(loaded, top.indices.reshape(-1).tolist()), dtype=object).reshape(top.indices.shape)

@@ -160,6 +160,14 @@ def _check_causal(loaded: LoadedModel):
     return head, norm
 
 
+def reader(loaded: LoadedModel):
+    """The lens of a causal LM as one function: residual-stream states (..., d_model) -> logits (..., vocab),
+    through the final norm and the unembedding, as the model reads its last state. BadInput as logit_lens."""
+    head, norm = _check_causal(loaded)
+    unembed = _head(loaded.model, head, loaded.model.config)
+    return lambda states: unembed(norm(states))
+
+
 def _labels(tokenizer, ids: np.ndarray) -> np.ndarray:
     """Display labels for an int array of token ids (each distinct id decoded once)."""
     uniq, inverse = np.unique(ids, return_inverse=True)
