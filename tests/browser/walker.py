@@ -34,12 +34,13 @@ class WalkMode:
     job_wait: float  # seconds a button that starts a long job may run before its Cancel is pressed
     settle: float  # seconds of quiet that count as "the app has settled"
     interaction_timeout: float  # seconds an ordinary interaction may take before it is a failure
+    away_and_back: bool  # after walking a page: to the next page and back through the navigation
 
 
 REDUCED = WalkMode("reduced", max_options=2, multiselect_adds=1, flip_back=False, depth=1,
-                   page_budget=10.0, job_wait=8.0, settle=0.6, interaction_timeout=90.0)
+                   page_budget=10.0, job_wait=8.0, settle=0.6, interaction_timeout=90.0, away_and_back=False)
 FULL = WalkMode("full", max_options=6, multiselect_adds=2, flip_back=True, depth=2,
-                page_budget=240.0, job_wait=60.0, settle=0.8, interaction_timeout=180.0)
+                page_budget=240.0, job_wait=60.0, settle=0.8, interaction_timeout=180.0, away_and_back=True)
 
 
 def mode_from_env() -> WalkMode:
@@ -667,17 +668,20 @@ class Walker:
         self.where = (title, "(end of walk)", "")
         self.check()
         self.check_sidebar(f"after walking {title}")
-        # away and back through the navigation
-        away = self.away_from(title)
-        self.where = (title, "navigation", f"to {away} and back")
-        if self.goto_page(away):
-            self.check()
-            self.check_sidebar(f"after leaving {title} for {away}")
-        self.where = (title, "navigation", f"back from {away}")
-        if self.goto_page(title):
+        # away and back through the navigation (the reduced walk leaves for the next page anyway, and comes back
+        # to this one by a page load of its link)
+        if self.mode.away_and_back:
+            away = self.away_from(title)
+            self.where = (title, "navigation", f"to {away} and back")
+            if self.goto_page(away):
+                self.check()
+                self.check_sidebar(f"after leaving {title} for {away}")
+            self.where = (title, "navigation", f"back from {away}")
+            if not self.goto_page(title):
+                return
             self.check()
             self.check_sidebar(f"after coming back to {title} from {away}")
-            self.reload_page(title)
+        self.reload_page(title)
         st.seconds = round(time.time() - t0, 1)
         print(f"walk [{self.mode.name}] {title}: {st.interactions} interactions, {st.seconds:.0f} s, "
               f"{len(self.failures)} failure(s) so far", file=sys.stderr, flush=True)
