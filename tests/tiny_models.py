@@ -83,3 +83,18 @@ def tiny_long_loaded(arch: str, tokenizer=None, seed: int = 0, window: int = 7) 
     torch.manual_seed(seed)
     model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager").eval()
     return LoadedModel(key=f"tiny-{arch}", model=model, tokenizer=tokenizer, facts=model_facts(config, f"tiny-{arch}"))
+
+
+# ------------------------------------------------------------------ image models
+
+def saved_vision(folder, kind: str = "vit"):
+    """A tiny random ViT or DeiT (2 layers x 4 heads; 32 x 32 RGB images in 16 patches of 8 x 8), or a BERT for
+    a text model's folder (kind "bert"), saved with save_pretrained into `folder`; returns the folder."""
+    from transformers import BertConfig, BertModel, DeiTConfig, DeiTModel, ViTConfig, ViTModel
+
+    small = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64)
+    model = {"vit": lambda: ViTModel(ViTConfig(**small, image_size=32, patch_size=8, num_channels=3)),
+             "deit": lambda: DeiTModel(DeiTConfig(**small, image_size=32, patch_size=8, num_channels=3)),
+             "bert": lambda: BertModel(BertConfig(**small, vocab_size=50))}[kind]()
+    model.save_pretrained(folder)
+    return folder

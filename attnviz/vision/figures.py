@@ -149,12 +149,14 @@ def distance_figure(distance: np.ndarray, patch: int, height: int = 380) -> go.F
     d = np.asarray(distance)
     n_l, n_h = d.shape
     fig = go.Figure()
+    step = 0.6 / n_h  # the heads of a layer side by side around its tick, so equal distances do not hide each other
     for h in range(n_h):
-        fig.add_trace(go.Scatter(x=np.arange(n_l), y=d[:, h], mode="markers", name=f"head {h}",
-                                 marker=dict(size=11), hovertemplate=f"layer %{{x}}, head {h}: %{{y:.2f}} px"
-                                                                     "<extra></extra>"))
+        fig.add_trace(go.Scatter(x=np.arange(n_l) + (h - (n_h - 1) / 2) * step, y=d[:, h], mode="markers",
+                                 name=f"head {h}", customdata=np.arange(n_l), marker=dict(size=11),
+                                 hovertemplate=f"layer %{{customdata}}, head {h}: %{{y:.2f}} px<extra></extra>"))
     fig.update_layout(title="Mean attention distance per head", height=height, margin=dict(l=60, r=10, t=50, b=50),
-                      xaxis=dict(title="layer (depth)", tickvals=list(range(n_l))),
+                      xaxis=dict(title="layer (depth)", tickvals=list(range(n_l)), range=[-0.5, n_l - 0.5],
+                                 showgrid=False),
                       yaxis=dict(title=f"mean distance (pixels; a patch is {patch})", rangemode="tozero"))
     csv = "layer,head,mean distance in pixels\n" + "".join(
         f"{l},{h},{float(d[l, h]):.6g}\n" for l in range(n_l) for h in range(n_h))

@@ -8,6 +8,7 @@ from PIL import Image
 from tests.app.apptest import open_page
 from tests.app.test_training_page import _wait_for_job
 from tests.figures import app_figures, decode
+from tests.tiny_models import saved_vision
 
 
 def _titled(at, start: str) -> dict:
@@ -18,12 +19,7 @@ def _titled(at, start: str) -> dict:
 
 @pytest.fixture(scope="module")
 def vit_folder(tmp_path_factory):
-    from transformers import ViTConfig, ViTModel
-
-    folder = tmp_path_factory.mktemp("vit") / "tiny-vit"
-    ViTModel(ViTConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
-                       image_size=32, patch_size=8, num_channels=3)).save_pretrained(folder)
-    return folder
+    return saved_vision(tmp_path_factory.mktemp("vit") / "tiny-vit")
 
 
 def test_a_vit_folder_shows_every_view_with_its_own_numbers(vit_folder):

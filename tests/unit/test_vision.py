@@ -12,6 +12,7 @@ from attnviz.metrics.rollout import rollout
 from attnviz.vision.data import image_set, shapes, upsample
 from attnviz.vision.patches import PatchGrid, attention_distance, patchify, position_similarity, read_image
 from attnviz.vision.views import head_row, patch_flow, patch_rollout
+from tests.tiny_models import saved_vision
 
 
 def _random_attention(rng, shape):
@@ -168,15 +169,7 @@ def test_bad_image_files_are_plain_messages():
 
 
 def _saved(tmp_path, kind: str):
-    from transformers import BertConfig, BertModel, DeiTConfig, DeiTModel, ViTConfig, ViTModel
-
-    small = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64)
-    model = {"vit": lambda: ViTModel(ViTConfig(**small, image_size=32, patch_size=8, num_channels=3)),
-             "deit": lambda: DeiTModel(DeiTConfig(**small, image_size=32, patch_size=8, num_channels=3)),
-             "bert": lambda: BertModel(BertConfig(**small, vocab_size=50))}[kind]()
-    folder = tmp_path / kind
-    model.save_pretrained(folder)
-    return folder
+    return saved_vision(tmp_path / kind, kind)
 
 
 @pytest.mark.parametrize("kind, n_prefix", [("vit", 1), ("deit", 2)])
