@@ -8,7 +8,7 @@ import numpy as np
 import streamlit as st
 
 from attnviz.errors import AttnvizError
-from attnviz.generate.run import Generation, check_model, memory_estimate, plan, token_labels
+from attnviz.generate.run import Generation, check_model, memory_estimate, plan
 from attnviz.generate.sampling import Sampling
 from attnviz.types import LoadedModel, Request
 from attnviz.ui import jobs
@@ -146,16 +146,17 @@ def _live(job, loaded: LoadedModel) -> None:
     jobs.bar(job)
     live = list(job.data["live"])
     if live:
-        prompt = [] if loaded.facts.kind == "encoder-decoder" else token_labels(loaded, job.data["prompt"][-40:])
-        new = token_labels(loaded, live)
-        st.markdown(f'<div style="line-height:1.9">…<span style="opacity:.55">{_join(prompt)}</span>'
-                    f'<b>{_join(new)}</b></div>', unsafe_allow_html=True)
+        import html
+
+        prompt = "" if loaded.facts.kind == "encoder-decoder" else written_text(loaded, job.data["prompt"][-40:])
+        st.markdown(f'<div style="line-height:1.9; white-space: pre-wrap">…<span style="opacity:.55">'
+                    f'{html.escape(prompt)}</span><b>{html.escape(written_text(loaded, live))}</b></div>',
+                    unsafe_allow_html=True)
 
 
-def _join(labels) -> str:
-    import html
-
-    return "".join(html.escape(t) for t in labels)
+def written_text(loaded: LoadedModel, ids) -> str:
+    """Token ids as the text they spell (the tokenizer's own decoding: spaces and merged pieces as written)."""
+    return loaded.tokenizer.decode([int(i) for i in ids])
 
 
 def step_chooser(g: Generation, labels) -> int:

@@ -49,7 +49,7 @@ def test_a_full_gate_makes_the_run_wait_then_the_page_appears():
     at.run()
     waited = time.perf_counter() - t0
     assert not at.exception
-    assert 1.3 < waited < 10
+    assert waited > 1.3  # it waited for the other session (a run that gave up would show no page, below)
     assert [m.value for m in at.markdown] == ["page ran"]
     assert len(at.info) == 0  # the busy message is gone once the view is there
     assert gate.waited == 1 and gate.running == 0
@@ -61,7 +61,7 @@ def test_a_gate_that_stays_full_says_try_again_instead_of_hanging():
     at = _app(gate, 1.5)
     t0 = time.perf_counter()
     at.run()
-    assert time.perf_counter() - t0 < 10
+    assert time.perf_counter() - t0 < 60  # gave up after its 1.5 s wait (not the gate's 120 s), even on a busy machine
     assert not at.exception
     assert [m.value for m in at.markdown] == []  # the page did not run
     assert "still busy" in at.warning[0].value and "try again" in at.warning[0].value
