@@ -2,12 +2,14 @@
 (the app's script finished, no stale element, the affected figure's data changed), and the bytes the
 server sent over the websocket meanwhile; median of 7 interactions (3 with quick) on a server of its own.
 
-browser_ref_ms is a trivial rerun (the Masks lab's sequence radio): what Streamlit itself costs here;
+browser_ref_ms is a trivial rerun (the sidebar's Sentence pair switch on the Home page, until the second
+sentence's box appears or goes): what Streamlit itself costs here;
 browser_worst_ratio_<n> divides the slowest interaction at n tokens by it. browser_load is the 1-minute
 load average when the run started."""
 from __future__ import annotations
 
 import os
+import re
 import statistics
 import time
 
@@ -33,7 +35,8 @@ def long_input(i: int) -> str:
 
 # [busy, fingerprint of the figure under `sel`]: busy while the script runs, a spinner or skeleton shows,
 # an element is stale (drawn by the previous run and not yet replaced), or a plotly chart has not rendered.
-# The fingerprint is a position-weighted sum over the numbers and strings of the figure's traces.
+# The fingerprint is a position-weighted sum over the numbers and strings of the figure's traces (the text
+# of `sel` when it holds no figure).
 _STATE_JS = """(sel) => {
   const state = document.querySelector('[data-testid="stApp"]')?.getAttribute('data-test-script-state');
   const charts = [...document.querySelectorAll('[data-testid="stPlotlyChart"]')];
@@ -43,7 +46,8 @@ _STATE_JS = """(sel) => {
     || document.querySelectorAll('[data-testid="stMainBlockContainer"] [data-testid="stElementContainer"]').length === 0
     || charts.some(c => !(c.querySelector('.js-plotly-plot')?._fullLayout));
   const el = document.querySelector(sel + ' .js-plotly-plot');
-  if (!el || !el._fullData) return [busy, null];
+  if (!el) { const box = document.querySelector(sel); return [busy, box ? box.innerText : null]; }
+  if (!el._fullData) return [busy, null];
   let sum = 0, n = 0;
   const add = (v) => {
     if (typeof v === 'number') { if (isFinite(v)) { n += 1; sum += v * (n % 97 + 1); } }
@@ -126,10 +130,10 @@ class Browser:
 
     # -- the controls ---------------------------------------------------------------------------
 
-    def pick(self, key: str, option: str, sel: str):
-        """Choose `option` in the selectbox `.st-key-<key>`."""
+    def pick(self, key: str, option, sel: str):
+        """Choose `option` (its text, or a pattern) in the selectbox `.st-key-<key>`."""
         box = self.page.locator(f".st-key-{key} [role=combobox]").first
-        opt = self.page.get_by_role("option", name=option, exact=True).first
+        opt = self.page.get_by_role("option", name=option, exact=isinstance(option, str)).first
 
         def prepare():
             box.scroll_into_view_if_needed()
@@ -143,12 +147,12 @@ class Browser:
         return self.measure(sel, option.scroll_into_view_if_needed, option.click)
 
     def arrow(self, key: str, direction: str, sel: str):
-        """Press ArrowRight or ArrowLeft on the focused slider `.st-key-<key>`."""
-        thumb = self.page.locator(f".st-key-{key} [role=slider]").first
+        """Press ArrowRight or ArrowLeft on the slider `.st-key-<key>` (its range input is hidden: focus it)."""
+        box = self.page.locator(f".st-key-{key}").first
 
         def prepare():
-            thumb.scroll_into_view_if_needed()
-            thumb.focus()
+            box.scroll_into_view_if_needed()
+            box.locator("input[type=range]").first.focus()
         return self.measure(sel, prepare, lambda: self.page.keyboard.press(direction))
 
     def type_text(self, text: str, sel: str):
@@ -187,7 +191,7 @@ def _runs(do, n: int, warm: int = 2):
 def _heatmap(b: Browser, text: str, size: int, n: int, out: dict, heads_step: int) -> None:
     from urllib.parse import quote
 
-    grid, head_fig, focus_fig = ".st-key-hm_grid", ".st-key-hm_heatmap", ".st-key-hm_focus_out"
+    head_fig, focus_fig = ".st-key-hm_heatmap", ".st-key-hm_focus_out"
     b.open(f"/heatmap?model_choice=minilm&lens=weights&layer=0&head=0&text={quote(text)}", head_fig)
     n_tokens = b.page.locator(head_fig + " .js-plotly-plot").evaluate("el => el._fullData[0].z.length")
     if abs(n_tokens - size) > 2:
@@ -200,16 +204,10 @@ def _heatmap(b: Browser, text: str, size: int, n: int, out: dict, heads_step: in
     if size > 16:
         return
     out["browser_focus_ms_16"] = _median(_runs(
-        lambda i: b.pick("hm_focus_label", f"{i % 13 + 2}: {text_of(n + 2).lower().split()[i % 13]}", focus_fig), n))[0]
+        lambda i: b.pick("hm_focus_label", re.compile(f"^{i % 13 + 2}: "), focus_fig), n))[0]
     out["browser_thumb_ms_16"] = _median(_runs(lambda i: b.click_head("hm_grid", 1 + i % 5, (i * 5) % 12, head_fig), n))[0]
     lenses = ("value-weighted", "attention weights")
     out["browser_lens_ms_16"] = _median(_runs(lambda i: b.radio("lens", lenses[i % 2], head_fig), n))[0]
-
-
-def _tokens_of(text: str) -> list[str]:
-    from attnviz.models import load_model
-
-    return load_model("minilm").tokenizer.tokenize(text)
 
 
 def collect(url: str, quick: bool) -> dict[str, float]:
@@ -218,16 +216,17 @@ def collect(url: str, quick: bool) -> dict[str, float]:
     out: dict[str, float] = {}
     b = Browser(url)
     try:
-        b.open("/lab_masks", ".st-key-masks_fig_weights")
-        ref = _runs(lambda i: b.radio("masks_seq", str((i + 1) % 2), ".st-key-masks_fig_weights"), n)
-        out["browser_ref_ms"] = _median(ref)[0]
+        sidebar = '[data-testid="stSidebar"]'
+        b.open("/?model_choice=minilm", sidebar)
+        pair = b.page.locator(".st-key-use_pair label").first
+        out["browser_ref_ms"] = _median(_runs(lambda i: b.measure(sidebar, lambda: None, pair.click), n))[0]
         _heatmap(b, short_text(0), 16, n, out, 1)
-        b.open("/entropy", ".st-key-en_bars")
+        b.open("/entropy?model_choice=minilm&lens=weights&layer=0&head=0", ".st-key-en_bars")
         out["browser_entropy_ms_16"] = _median(_runs(lambda i: b.pick("en_head", str(i % 11 + 1), ".st-key-en_bars"), n))[0]
-        b.open("/rollout", ".st-key-ro_rolled")
+        b.open("/rollout?model_choice=minilm&lens=weights&ro_layer=0", ".st-key-ro_rolled")
         keys = ("ArrowRight",) * 5 + ("ArrowLeft",) * 5
         out["browser_rollout_ms_16"] = _median(_runs(lambda i: b.arrow("ro_layer", keys[i % 10], ".st-key-ro_rolled"), n))[0]
-        b.open("/lab_temperature", ".st-key-temp_fig_weights")
+        b.open("/lab_temperature?temp_T=1.0", ".st-key-temp_fig_weights")
         keys = ("ArrowLeft",) * 4 + ("ArrowRight",) * 4
         out["browser_lab_ms"] = _median(_runs(lambda i: b.arrow("temp_T", keys[i % 8], ".st-key-temp_fig_weights"), n))[0]
         _heatmap(b, long_input(0), 512, n, out, 5)

@@ -19,12 +19,14 @@ FIGURE_MODULES = [
     "attnviz.bench.vision",  # vit_digits_accuracy, vit_train_seconds, vit_grid_bytes
     "attnviz.bench.attribution",  # ig_seconds_128
     "attnviz.bench.contrib",  # contrib_ratio_512, contrib_total_ratio_512
+    "attnviz.bench.causal",  # patch_heads_ratio, attrib_patch_ratio (SmolLM2, a ~20-token pair)
     "attnviz.bench.generate",  # gen_overhead_256, gen_step_ratio_2048, gen_view_ms, gen_memory_1024_mb
     "attnviz.bench.long",  # long_extract_ratio_4096, long_peak_gb_4096, long_head_ms_4096, long_grid_bytes_4096
     "attnviz.bench.atlas",  # atlas_sentences_per_s, atlas_ratio, atlas_query_ms
     "attnviz.bench.rerun",  # heatmap_rerun_ms_512 (a Streamlit server and one websocket session)
 ]
 LOAD_MODULE = "attnviz.bench.classload"  # class_*: a simulated class over websockets; only with --load
+BROWSER_MODULE = "attnviz.bench.browser"  # browser_*: click-to-settled times in Chromium; only with --browser
 
 
 def collect(quick: bool = False, modules: list[str] | None = None) -> dict[str, float]:
@@ -49,8 +51,11 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true", help="skip the slowest sizes")
     parser.add_argument("--load", action="store_true",
                         help="only the class figures: 60 simulated students on one server and on two replicas")
+    parser.add_argument("--browser", action="store_true",
+                        help="only the browser figures: interactions timed in Chromium until the page has settled")
     args = parser.parse_args(argv)
-    figures = collect(args.quick, [LOAD_MODULE] if args.load else None)
+    only = [m for m, flag in ((LOAD_MODULE, args.load), (BROWSER_MODULE, args.browser)) if flag]
+    figures = collect(args.quick, only or None)
     if args.json:
         print(json.dumps(figures))
     else:
