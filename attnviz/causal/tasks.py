@@ -201,9 +201,10 @@ def user_pair(tokenizer, clean: str, corrupted: str, answer: str, wrong: str) ->
                        "nothing. Change a word of the corrupted prompt.")
     a, b = ids_of(tokenizer, clean), ids_of(tokenizer, corrupted)
     if len(a) != len(b):
-        show = lambda ids: " | ".join(_labels(tokenizer, ids))  # noqa: E731
+        clean_shown, corrupted_shown = (" | ".join(_labels(tokenizer, ids)) for ids in (a, b))
         raise BadInput(f"The clean prompt has {len(a)} tokens and the corrupted prompt {len(b)}, but patching "
-                       f"needs the same number at the same positions. Clean: {show(a)}. Corrupted: {show(b)}.")
+                       f"needs the same number at the same positions. Clean: {clean_shown}. Corrupted: "
+                       f"{corrupted_shown}.")
     notes, firsts = [], []
     for what, text in (("answer", answer), ("wrong answer", wrong)):
         ids = tokenizer(text, add_special_tokens=False)["input_ids"]

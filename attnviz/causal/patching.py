@@ -1,0 +1,132 @@
+"""Exact activation patching: the corrupted run with one clean activation put in, scored by the normalised logit
+difference (0 = corrupted, 1 = clean), for the residual stream, every head's output and every MLP."""
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+
+import numpy as np
+
+from attnviz.causal.tasks import Metric, Pair, logit_diff
+from attnviz.errors import BadInput
+from attnviz.models.adapter import run, run_from
+from attnviz.types import LoadedModel
+
+# What each cache keeps, for every block: the points patching reads from and restarts at.
+CACHED = ("blocks.*.hook_resid_pre", "blocks.*.attn.hook_z", "blocks.*.hook_mlp_out")
+
+
+@dataclass(frozen=True)
+class Runs:
+    """The clean and corrupted forwards of one pair, each run once: their activations and the metric."""
+
+    pair: Pair
+    clean: dict  # hook point name -> tensor (1, ...) of the clean run (CACHED points)
+    corrupted: dict  # the same points of the corrupted run
+    clean_logits: object  # (vocab,) tensor at the last position
+    corrupted_logits: object  # (vocab,)
+    metric: Metric  # the clean and corrupted logit differences
+    n_layers: int
+    n_heads: int
+
+
+def require_causal(loaded: LoadedModel) -> None:
+    """BadInput unless `loaded` predicts next tokens."""
+    if loaded.facts.kind != "decoder":
+        raise BadInput(f"Causal analysis compares next-token predictions, so it needs a causal language model such "
+                       f"as SmolLM2; {loaded.facts.name} is not one.")
+
+
+def inputs_of(ids, batch: int = 1) -> dict:
+    """Model inputs for token ids (n,), repeated `batch` times: input_ids and attention_mask (batch, n)."""
+    import torch
+
+    row = torch.tensor([list(ids)], dtype=torch.long)  # (1, n)
+    return {"input_ids": row.expand(batch, -1), "attention_mask": torch.ones(batch, row.shape[1], dtype=torch.long)}
+
+
+def last_only(loaded: LoadedModel) -> dict:
+    """Keyword arguments asking the model for the last position's logits only, where it accepts them."""
+    try:
+        return {"logits_to_keep": 1} if "logits_to_keep" in inspect.signature(loaded.model.forward).parameters else {}
+    except (TypeError, ValueError):
+        return {}
+
+
+def last_logits(out):
+    """(batch, vocab) float logits at the last position of a model output."""
+    return out.logits[:, -1].float()
+
+
+def cache(loaded: LoadedModel, pair: Pair) -> Runs:
+    """Run the clean and the corrupted prompt once each, keeping every block's residual stream, head outputs
+    and MLP outputs."""
+    require_causal(loaded)
+    kept = {}
+    for which in ("clean", "corrupted"):
+        out, rec = run(loaded, inputs_of(getattr(pair, which)), hooks=CACHED, **last_only(loaded))
+        kept[which] = (dict(rec.acts), last_logits(out)[0])
+    (clean, clean_logits), (corrupted, corrupted_logits) = kept["clean"], kept["corrupted"]
+    metric = Metric(float(logit_diff(clean_logits, pair)), float(logit_diff(corrupted_logits, pair)))
+    return Runs(pair, clean, corrupted, clean_logits, corrupted_logits, metric, loaded.facts.n_layers,
+                loaded.facts.n_heads)
+
+
+def _from_layer(loaded: LoadedModel, runs: Runs, layer: int, resid, replace: dict | None = None) -> np.ndarray:
+    """Run from block `layer` on a batch of residual streams (batch, n, d_model), each row one patch; returns
+    the normalised metric per row (batch,)."""
+    out, _ = run_from(loaded, layer, resid, inputs_of(runs.pair.corrupted, resid.shape[0]), replace=replace,
+                      **last_only(loaded))
+    return runs.metric(logit_diff(last_logits(out), runs.pair)).numpy().astype(np.float64)
+
+
+def patch_residual(loaded: LoadedModel, runs: Runs, batch: int = 64) -> np.ndarray:
+    """(layer, pos): the metric when the residual stream entering block `layer` at position `pos` is the clean
+    one. Per layer forwards from that block whose batches hold one patched position per row (`batch` rows at
+    most, which bounds the memory of long prompts)."""
+    n = runs.pair.n
+    out = np.zeros((runs.n_layers, n))
+    for i in range(runs.n_layers):
+        name = f"blocks.{i}.hook_resid_pre"
+        for start in range(0, n, batch):
+            rows = np.arange(start, min(n, start + batch))
+            resid = runs.corrupted[name].expand(len(rows), -1, -1).clone()  # (rows, n, d): row r patched at rows[r]
+            resid[np.arange(len(rows)), rows] = runs.clean[name][0, rows]
+            out[i, rows] = _from_layer(loaded, runs, i, resid)
+    return out
+
+
+def patch_heads(loaded: LoadedModel, runs: Runs) -> np.ndarray:
+    """(layer, head): the metric when one head's output (its hook_z slice, every position) is the clean one.
+    Per layer one forward from that block, from the corrupted residual stream, with one head patched per row."""
+    heads = runs.n_heads
+    out = np.zeros((runs.n_layers, heads))
+    for i in range(runs.n_layers):
+        clean_z = runs.clean[f"blocks.{i}.attn.hook_z"][0]  # (n, head, d_head)
+
+        def put(z, point, clean_z=clean_z):  # z: (head, n, head, d_head), row h patched at head h
+            z = z.clone()
+            rows = np.arange(heads)
+            z[rows, :, rows] = clean_z.transpose(0, 1)  # (head, n, d_head)
+            return z
+
+        resid = runs.corrupted[f"blocks.{i}.hook_resid_pre"].expand(heads, -1, -1)
+        out[i] = _from_layer(loaded, runs, i, resid, {f"blocks.{i}.attn.hook_z": put})
+    return out
+
+
+def patch_mlps(loaded: LoadedModel, runs: Runs) -> np.ndarray:
+    """(layer,): the metric when block `layer`'s MLP output (every position) is the clean one."""
+    out = np.zeros(runs.n_layers)
+    for i in range(runs.n_layers):
+        name = f"blocks.{i}.hook_mlp_out"
+        out[i] = _from_layer(loaded, runs, i, runs.corrupted[f"blocks.{i}.hook_resid_pre"],
+                             {name: runs.clean[name]})[0]
+    return out
+
+
+def clean_logits(loaded: LoadedModel, pairs) -> np.ndarray:
+    """(pairs, vocab): the last position's logits of each pair's clean prompt (for clean accuracy)."""
+    require_causal(loaded)
+    rows = [last_logits(run(loaded, inputs_of(p.clean), **last_only(loaded))[0])[0].numpy() for p in pairs]
+    return np.stack(rows)
