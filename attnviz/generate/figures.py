@@ -42,22 +42,20 @@ def step_grid_figure(rows: np.ndarray, tokens, query: int | None, title: str) ->
     n_layers, n_heads, n = rows.shape
     z = rows.reshape(n_layers * n_heads, n)
     y_labels = [f"L{layer} H{head}" for layer in range(n_layers) for head in range(n_heads)]
-    x = np.arange(n)
+    keys = [f"{i}: {t}" for i, t in enumerate(tokens[:n])]  # unique, so they serve as categories and in the hover
     ticks = token_ticks(tokens[:n])
     fig = go.Figure(go.Heatmap(
-        z=z, x=x, y=np.arange(len(y_labels)), colorscale="Blues", zmin=0, zmax=float(max(z.max(), 1e-6)),
-        customdata=np.broadcast_to(np.asarray([f"{i}: {t}" for i, t in enumerate(tokens[:n])], dtype=object), z.shape),
-        text=np.broadcast_to(np.asarray(y_labels, dtype=object)[:, None], z.shape),
-        hovertemplate="%{text}<br>key %{customdata}<br>weight %{z:.4f}<extra></extra>",
-        colorbar=dict(title="weight")))
+        z=z, x=keys, y=y_labels, colorscale="Blues", zmin=0, zmax=float(max(z.max(), 1e-6)),
+        hovertemplate="%{y}<br>key %{x}<br>weight %{z:.4f}<extra></extra>", colorbar=dict(title="weight")))
     step = max(1, n_heads)
     fig.update_layout(
         title=title, height=int(min(900, max(360, 4 * len(y_labels) + 140))), margin=dict(l=10, r=10, t=40, b=10),
         xaxis=dict(title="prompt position (read by the encoder)" if query is None
                    else f"earlier position (the query is {query}: {tokens[query]})", tickmode="array",
-                   tickvals=ticks["tickvals"], ticktext=ticks["ticktext"], tickangle=-60),
-        yaxis=dict(title="layer · head", tickmode="array", tickvals=list(range(0, len(y_labels), step)),
-                   ticktext=[f"L{i}" for i in range(n_layers)], autorange="reversed"))
+                   tickvals=[keys[i] for i in ticks["tickvals"]], ticktext=ticks["ticktext"], tickangle=-60,
+                   type="category"),
+        yaxis=dict(title="layer · head", tickmode="array", tickvals=y_labels[::step],
+                   ticktext=[f"L{i}" for i in range(n_layers)], autorange="reversed", type="category"))
     attach_numbers(fig, lambda: matrix_csv(z, y_labels, [f"{i}:{t}" for i, t in enumerate(tokens[:n])], title,
                                            rows="head", columns="key"))
     return fig

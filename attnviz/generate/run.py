@@ -446,11 +446,11 @@ def step_lens(loaded: LoadedModel, step: Step, k: int = 5) -> tuple[np.ndarray, 
 
     read = reader(loaded)
     with torch.inference_mode():
-        logits = read(torch.from_numpy(step.resid))  # (state, vocab): every state through the final norm
-        p = torch.softmax(logits.double(), dim=-1)
-        top = torch.topk(p, k, dim=-1)
+        logits = read(torch.from_numpy(step.resid)).float()  # (state, vocab): every state through the final norm
+        top = torch.topk(logits, k, dim=-1)  # the most likely tokens: softmax keeps the order
+        p = torch.exp(top.values.double() - torch.logsumexp(logits, dim=-1, keepdim=True).double())
     labels = np.asarray(token_labels(loaded, top.indices.reshape(-1).tolist()), dtype=object).reshape(top.indices.shape)
-    return labels, top.values.numpy()
+    return labels, p.numpy()
 
 
 def generation_csv(g: Generation, labels, layer: int, head: int) -> str:

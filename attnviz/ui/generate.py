@@ -28,6 +28,9 @@ LAST = "last_generation"  # shared: the last Generation that ended, whose KV cac
 MODES = ("Greedy", "Sample")
 SCOPES = ("This head", "Layer mean", "All layers")
 MAX_NEW = 1024  # new tokens per run at most (and the context's room)
+# Peak memory / what a generation keeps: each step's forward, the cache growing by copies and the allocator's
+# reserve come on top (SmolLM2, 1,024 tokens: 414 MB at the peak for 210 MB kept; the bench's gen_memory_1024_mb).
+PEAK_FACTOR = 2.5
 DEFAULTS = {MODE: "Greedy", TEMP: 1.0, TOP_K: 0, TOP_P: 1.0, SEED: 0, NEW: 32, EOS: True, SCOPE: "This head"}
 
 
@@ -121,7 +124,8 @@ def run_panel(request: Request, loaded: LoadedModel, ids, s: Sampling) -> Genera
     how = ("each step keeps its queries; rows are recomputed from the cached keys on demand" if mode == "recompute"
            else "each step keeps its attention rows")
     b[2].caption(f"Up to {s.max_new_tokens:,} new tokens after {len(ids):,} prompt tokens on {loaded.facts.name}: "
-                 f"about **{human_bytes(need)}** above the loaded model ({how}).")
+                 f"about **{human_bytes(need)}** kept above the loaded model ({how}); at its peak, with the "
+                 f"working memory of each step, up to about **{human_bytes(PEAK_FACTOR * need)}**.")
     auto = (held is None or held[0] != rid) and st.session_state.get(GO) and not busy and jobs.current(JOB) is None
     if start or auto:
         live: list[int] = []  # token ids as they are written, read by the page while the job runs
