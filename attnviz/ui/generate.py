@@ -172,9 +172,9 @@ def step_chooser(g: Generation, labels) -> int:
     options = list(range(n))
     if st.session_state.get(pill_key) != st.session_state[STEP]:
         st.session_state[pill_key] = st.session_state[STEP]
+    shown = pill_labels([labels[g.n_prompt + i] for i in options])
     st.pills("Written tokens (click one to open its step)", options, key=pill_key, selection_mode="single",
-             format_func=lambda i: labels[g.n_prompt + i].replace(" ", "·") or "∅", on_change=_picked,
-             args=(pill_key,))
+             format_func=shown.__getitem__, on_change=_picked, args=(pill_key,))
     c1, c2 = st.columns([6, 1], vertical_alignment="bottom")
     if n > 1:
         c1.slider("Step", 0, n - 1, key=STEP, help="Scrub the steps: each one wrote one token.")
@@ -184,6 +184,19 @@ def step_chooser(g: Generation, labels) -> int:
     if playing:
         _player(n)
     return int(st.session_state[STEP])
+
+
+def pill_labels(tokens) -> list[str]:
+    """The written tokens as pill labels, each one distinct: the browser tells pills apart by their labels, so a
+    token written again carries zero-width spaces (invisible) after it, one more for each earlier copy."""
+    seen: dict[str, int] = {}
+    out = []
+    for t in tokens:
+        label = t.replace(" ", "·") or "∅"
+        k = seen.get(label, 0)
+        seen[label] = k + 1
+        out.append(label + "\u200b" * k)
+    return out
 
 
 def _picked(key: str) -> None:

@@ -161,3 +161,12 @@ def test_the_sidebars_lens_shades_the_text(llama_folder):
     body = next(h.proto.body for h in at.get("html") if "data-weight=" in h.proto.body)
     for j in (0, q // 2, q):
         assert f'data-weight="{vw[0, 0, q, j]:.6f}"' in body
+
+
+def test_written_tokens_that_repeat_get_distinct_pills():
+    """The browser tells pills apart by their labels: a token written twice must not open the other copy's step."""
+    from attnviz.ui.generate import pill_labels
+
+    shown = pill_labels(["the", "cat", "the", "", "the"])
+    assert len(set(shown)) == 5
+    assert [s.replace("\u200b", "") for s in shown] == ["the", "cat", "the", "∅", "the"]
