@@ -6,6 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from attnviz.errors import BadInput
+from attnviz.units import count_text
 
 # Names, subjects and years the generated sets draw from; a word is used only where the model's tokenizer reads
 # it (with its leading space) as one token, so the clean and corrupted prompts keep the same length.
@@ -202,14 +203,15 @@ def user_pair(tokenizer, clean: str, corrupted: str, answer: str, wrong: str) ->
     a, b = ids_of(tokenizer, clean), ids_of(tokenizer, corrupted)
     if len(a) != len(b):
         clean_shown, corrupted_shown = (" | ".join(_labels(tokenizer, ids)) for ids in (a, b))
-        raise BadInput(f"The clean prompt has {len(a)} tokens and the corrupted prompt {len(b)}, but patching "
+        raise BadInput(f"The clean prompt has {count_text(len(a))} tokens and the corrupted prompt "
+                       f"{count_text(len(b))}, but patching "
                        f"needs the same number at the same positions. Clean: {clean_shown}. Corrupted: "
                        f"{corrupted_shown}.")
     notes, firsts = [], []
     for what, text in (("answer", answer), ("wrong answer", wrong)):
         ids = tokenizer(text, add_special_tokens=False)["input_ids"]
         if len(ids) > 1:
-            notes.append(f"The {what} {text.strip()!r} is {len(ids)} tokens; only its first token, "
+            notes.append(f"The {what} {text.strip()!r} is {count_text(len(ids))} tokens; only its first token, "
                          f"{tokenizer.decode([int(ids[0])])!r}, is compared.")
         firsts.append(int(ids[0]))
     if firsts[0] == firsts[1]:
