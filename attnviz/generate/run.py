@@ -204,8 +204,10 @@ def plan(loaded: LoadedModel, prompt_ids: list[int], s: Sampling) -> str:
     if limit and n >= limit:
         raise BadInput(f"The prompt has {count_text(n)} tokens, which fills {loaded.facts.name}'s context of "
                        f"{count_text(limit)}: shorten it to leave room for new tokens.")
-    if loaded.facts.kind == "encoder-decoder":
-        pass  # the encoder reads the prompt, the decoder writes from its start token: each has its own positions
+    if loaded.facts.kind == "encoder-decoder":  # the decoder writes from its start token, in positions of its own
+        if limit and s.max_new_tokens + 1 > limit:
+            raise BadInput(f"{loaded.facts.name}'s decoder has {count_text(limit)} positions, its start token "
+                           f"included: ask for at most {count_text(limit - 1)} new tokens.")
     elif limit and n + s.max_new_tokens > limit:
         raise BadInput(f"{count_text(n)} prompt tokens and {count_text(s.max_new_tokens)} new ones exceed "
                        f"{loaded.facts.name}'s context of {count_text(limit)}: ask for at most "

@@ -215,6 +215,8 @@ def test_plain_messages():
         generate(llama, [5] * 64, Sampling())
     with pytest.raises(BadInput, match="at most 14 new tokens"):
         generate(llama, [5] * 50, Sampling(max_new_tokens=20))
+    with pytest.raises(BadInput, match="decoder has 64 positions.*at most 63 new tokens"):
+        generate(tiny_loaded("bart"), PROMPT, Sampling(max_new_tokens=64))  # BART: 64 decoder positions
     with pytest.raises(BadInput, match="Top-p"):
         generate(llama, PROMPT, Sampling(greedy=False, top_p=1.5))
     assert Sampling(greedy=False, temperature=0).is_greedy and Sampling(greedy=False, top_p=0).is_greedy
