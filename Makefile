@@ -28,10 +28,11 @@ setup-dev: $(VENV)/.dev
 run: setup
 	$(VENV)/bin/attnviz run --port $(PORT)
 
-# Debian's Chromium for the browser tests (Playwright drives /usr/bin/chromium; never `playwright install`).
+# Debian's Chromium for the browser tests: Playwright drives its headless shell (chromium-headless-shell), the
+# persona screenshots and the browser bench /usr/bin/chromium; never `playwright install`.
 chromium:
-	@if [ ! -x /usr/bin/chromium ]; then \
-		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium chromium-driver; \
+	@if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/lib/chromium/chromium-headless-shell ]; then \
+		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium chromium-driver chromium-headless-shell; \
 	fi
 
 # Debian's nginx for the replica test and `make serve-replicas` (run with its own config; no system service).
@@ -52,9 +53,9 @@ PYTEST := $(PY) -m pytest -q -p no:cacheprovider --durations=25 -n $(WORKERS) --
 test: setup-dev chromium nginx
 	$(PYTEST)
 
-# the daily tier: unit and app tests, no browser
+# the daily tier: unit and app tests, without the browser and the slow ones (`-m slow`)
 test-fast: setup-dev
-	$(PYTEST) -m "not browser" tests/unit tests/app
+	$(PYTEST) -m "not browser and not slow" tests/unit tests/app
 
 # the slow tier alone: every test that drives Chromium against `streamlit run`
 test-browser: setup-dev chromium nginx

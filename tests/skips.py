@@ -65,6 +65,7 @@ def pytest_runtest_makereport(item, call):
         if not allowed(item.nodeid, reason):
             report.outcome = "failed"
             report.longrepr = _unlisted(item.nodeid, reason)
+    setattr(item, f"report_{report.when}", report)  # fixtures read it at teardown (a failed test's screenshot)
     return report
 
 

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import time
 
+from playwright.sync_api import expect
+
 from tests.conftest import wait_for_app
 
 FIND_PLOT = """(sel) => {
@@ -64,6 +66,20 @@ def open_path(page, app_server, path: str):
     page.goto(app_server.url + path)
     page.wait_for_selector("text=Model and text")
     wait_for_app(page)
+
+
+def start_job(page, name: str, tries: int = 3):
+    """Press a job's start button until the job has taken it (the button turns disabled while the job runs
+    and once its result is on the page). A press that lands while the page is being redrawn can be lost."""
+    button = page.get_by_role("button", name=name)
+    for _ in range(tries):
+        button.click()
+        try:
+            expect(button).to_be_disabled(timeout=15_000)
+            return
+        except AssertionError:  # still enabled: press again
+            wait_for_app(page)
+    raise AssertionError(f"{name} did not start after {tries} presses")
 
 
 # ---- added for the walk (tests/browser/test_walk*.py) -------------------------------------------

@@ -5,7 +5,7 @@ import time
 import numpy as np
 import pytest
 
-from tests.browser.helpers import choose, exception_texts, open_path, wait_plot
+from tests.browser.helpers import choose, exception_texts, open_path, start_job, wait_plot
 from tests.conftest import wait_for_app
 
 pytestmark = pytest.mark.browser
@@ -36,7 +36,7 @@ def test_record_the_bundled_text_open_a_head_and_zoom(page, app_server, minilm):
     page.get_by_text("Bundled long text (~5,000 words)").click()
     wait_for_app(page)
     page.get_by_text("the first 512 are recorded").first.wait_for()
-    page.get_by_role("button", name="▶ Record").click()
+    start_job(page, "▶ Record")
     page.get_by_text("Recorded 512 tokens").first.wait_for(timeout=120_000)
     wait_for_app(page, 120)
     assert wait_plot(page, title="All 6 × 12 heads, 64 × 64 tiles each (mean per tile)") == 0

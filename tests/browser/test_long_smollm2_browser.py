@@ -15,7 +15,7 @@ from urllib.parse import urlencode, urlparse
 import numpy as np
 import pytest
 
-from tests.browser.helpers import exception_texts, nav_to, sidebar_model, sidebar_text, wait_plot
+from tests.browser.helpers import exception_texts, nav_to, sidebar_model, sidebar_text, start_job, wait_plot
 from tests.conftest import ARTIFACTS, wait_for_app
 
 pytestmark = pytest.mark.browser
@@ -263,7 +263,7 @@ def test_bundled_text_at_4096_tokens_on_smollm2_opens_a_dense_page_and_records_o
     _settle(page)
     _set_length(page, N)
     page.get_by_text(f"the first {N:,} are recorded").first.wait_for()
-    page.get_by_role("button", name="▶ Record").click()
+    start_job(page, "▶ Record")
     page.get_by_text(f"Recorded {N:,} tokens").first.wait_for(timeout=RECORD_TIMEOUT * 1000)
     _settle(page, RECORD_TIMEOUT)
     seconds["long: record 4,096"] = round(time.perf_counter() - t0, 1)  # from the navigation to the drawn page

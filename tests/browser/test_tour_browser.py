@@ -59,8 +59,8 @@ def test_every_tour_step_outlines_its_element(page, app_server, present):
         page.goto(app_server.url + f"/{name}" + ("?present=1" if present else ""))
         wait_for_app(page)
         page.locator(f".st-key-tour_on_{name}").get_by_text("Guided tour").click()
-        time.sleep(0.4)
-        wait_for_app(page)
+        page.get_by_text(f"step 1 of {len(TOURS[name])}").first.wait_for(timeout=30_000)
+        wait_for_app(page, settle=0.5)
         for i, (key, text) in enumerate(TOURS[name]):
             page.get_by_text(f"step {i + 1} of {len(TOURS[name])}").first.wait_for(timeout=30_000)
             assert page.evaluate(OUTLINED, key) == "solid", (name, key, page.evaluate(OUTLINED, key))
@@ -73,6 +73,6 @@ def test_every_tour_step_outlines_its_element(page, app_server, present):
             assert _box_on_screen(p), (name, key, "after scrolling to the bottom", p)
             if i + 1 < len(TOURS[name]):
                 page.locator(f".st-key-tour_next_{name} button").click()
-                time.sleep(0.4)
-                wait_for_app(page)
+                page.get_by_text(f"step {i + 2} of {len(TOURS[name])}").first.wait_for(timeout=30_000)
+                wait_for_app(page, settle=0.5)
         assert not exception_texts(page), name

@@ -16,6 +16,8 @@ from attnviz.atlas import corpus as cp
 from attnviz.atlas.run import run_corpus
 from attnviz.atlas.store import TABLES
 
+pytestmark = pytest.mark.slow  # starts a Ray cluster of two workers
+
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
 KEYS = ("chunk", "sid", "relation", "direction", "offset", "layer", "head", "pos", "q", "k", "a", "b")

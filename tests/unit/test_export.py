@@ -53,6 +53,7 @@ def test_foreign_npz_is_a_plain_error(tmp_path):
         load_result_npz(b"garbage bytes")
 
 
+@pytest.mark.slow  # Chromium renders every figure
 def test_figures_zip_renders_every_figure(tmp_path):
     import zipfile
 

@@ -21,6 +21,7 @@ from attnviz.heatmap.raster import GridLayout, default_thumb, grid_png
 from attnviz.heatmap.figures import grid_figure
 
 TEXT = "The extraordinarily unconventional cat sat on the mat."
+pytestmark = pytest.mark.slow  # Chromium renders every export
 needs_chromium = pytest.mark.skipif(chromium_path() is None, reason="server-side export needs Chromium")
 
 

@@ -200,6 +200,7 @@ def test_a_text_model_or_a_missing_folder_is_refused_plainly(tmp_path):
         load_vision_model(str(tmp_path / "nowhere"))
 
 
+@pytest.mark.slow
 def test_training_reaches_the_accuracy_goal_at_the_default_seed():
     from attnviz.vision.train import VitTrainConfig, train_vit, vit_from_run, predict
 
