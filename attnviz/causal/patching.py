@@ -83,12 +83,14 @@ def _from_layer(loaded: LoadedModel, runs: Runs, layer: int, resid, replace: dic
 def patch_residual(loaded: LoadedModel, runs: Runs, batch: int = 64) -> np.ndarray:
     """(layer, pos): the metric when the residual stream entering block `layer` at position `pos` is the clean
     one. Per layer forwards from that block whose batches hold one patched position per row (`batch` rows at
-    most, which bounds the memory of long prompts)."""
+    most, which bounds the memory of long prompts). Positions before the first token where the prompts differ hold
+    the same residual stream in both runs (the model is causal): they score 0 without a forward."""
     n = runs.pair.n
+    first = next((p for p in range(n) if runs.pair.clean[p] != runs.pair.corrupted[p]), n)
     out = np.zeros((runs.n_layers, n))
     for i in range(runs.n_layers):
         name = f"blocks.{i}.hook_resid_pre"
-        for start in range(0, n, batch):
+        for start in range(first, n, batch):
             rows = np.arange(start, min(n, start + batch))
             resid = runs.corrupted[name].expand(len(rows), -1, -1).clone()  # (rows, n, d): row r patched at rows[r]
             resid[np.arange(len(rows)), rows] = runs.clean[name][0, rows]
@@ -123,6 +125,32 @@ def patch_mlps(loaded: LoadedModel, runs: Runs) -> np.ndarray:
         out[i] = _from_layer(loaded, runs, i, runs.corrupted[f"blocks.{i}.hook_resid_pre"],
                              {name: runs.clean[name]})[0]
     return out
+
+
+def patch_components(loaded: LoadedModel, runs: Runs) -> tuple[np.ndarray, np.ndarray]:
+    """(heads (layer, head), mlps (layer,)): patch_heads and patch_mlps from one forward per layer, whose batch
+    holds one patched head per row and the patched MLP in its last row."""
+    heads = runs.n_heads
+    out_heads, out_mlps = np.zeros((runs.n_layers, heads)), np.zeros(runs.n_layers)
+    for i in range(runs.n_layers):
+        clean_z, clean_mlp = runs.clean[f"blocks.{i}.attn.hook_z"][0], runs.clean[f"blocks.{i}.hook_mlp_out"][0]
+
+        def put_z(z, point, clean_z=clean_z):  # z: (head + 1, n, head, d_head), row h < head patched at head h
+            z = z.clone()
+            rows = np.arange(heads)
+            z[rows, :, rows] = clean_z.transpose(0, 1)  # (head, n, d_head)
+            return z
+
+        def put_mlp(m, point, clean_mlp=clean_mlp):  # m: (head + 1, n, d_model), the last row patched
+            m = m.clone()
+            m[-1] = clean_mlp
+            return m
+
+        resid = runs.corrupted[f"blocks.{i}.hook_resid_pre"].expand(heads + 1, -1, -1)
+        got = _from_layer(loaded, runs, i, resid, {f"blocks.{i}.attn.hook_z": put_z,
+                                                  f"blocks.{i}.hook_mlp_out": put_mlp})
+        out_heads[i], out_mlps[i] = got[:heads], got[heads]
+    return out_heads, out_mlps
 
 
 def clean_logits(loaded: LoadedModel, pairs) -> np.ndarray:

@@ -320,3 +320,12 @@ def sink_run(request: Request, cache: int, sinks: int, _report=None, _cancel=Non
 
     return sink_experiment(get_model(request.model), request.text, cache=cache, sinks=sinks,
                            max_tokens=request.max_tokens, progress=progress, cancelled=_cancel.is_set if _cancel is not None else None)
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def causal_study(run_id: str, _task, _report=None, _cancel=None):
+    """Study of a causal task set (run_id: the model key and the pairs, naming _task in the key); a background job,
+    a cancelled run raises and nothing is cached."""
+    from attnviz.causal.study import study
+
+    return study(get_model(run_id.rsplit("|", 1)[0]), _task, progress=_report, cancel=_cancel)

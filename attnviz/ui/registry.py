@@ -50,6 +50,7 @@ PAGES: tuple[PageSpec, ...] = tuple(PageSpec(*row) for row in (
     ('Analyse', 'contributions', 'Contributions', ':material/scale:', 'what attention actually moves: value norms, mixing ratios, ALTI', ''),
     ('Analyse', 'trust', 'Trust the view?', ':material/fact_check:', 'attention, contributions and gradients checked against the prediction', ''),
     ('Analyse', 'logit_lens', 'Logit lens', ':material/layers:', 'the next-token guess read from every layer', ''),
+    ('Analyse', 'causal', 'Which heads cause it', ':material/troubleshoot:', 'patch heads between a clean and a corrupted prompt: which ones carry the answer, and why they attend', ''),
     ('Analyse', 'atlas', 'Head atlas', ':material/travel_explore:', 'every head over a corpus: statistics, patterns, syntax heads, search', ''),
     ('Analyse', 'compare', 'Compare', ':material/compare:', 'two sentences or two models side by side', ''),
     ('Learn', 'lab_steps', '1 · Scaled dot-product', ':material/science:', 'the computation step by step, on numbers you can edit', '1 · Scaled dot-product, step by step'),
@@ -71,7 +72,7 @@ HOME = PAGES[0]
 # carries it, or is one of the keys shared by all pages (sidebar, deck, links), and that no two pages share one.
 KEY_PREFIXES: dict[str, str] = {
     "home": "home", "heatmap": "hm", "query_key": "qk", "vision": "vi", "generate": "gen", "long": "lg", "entropy": "en", "rollout": "ro",
-    "head_roles": "hr", "ablation": "ab", "contributions": "ct", "trust": "trust", "logit_lens": "ll",
+    "head_roles": "hr", "ablation": "ab", "contributions": "ct", "trust": "trust", "logit_lens": "ll", "causal": "ca",
     "atlas": "at", "compare": "cmp", "lab_steps": "steps", "lab_scaling": "scaling", "lab_temperature": "temp",
     "lab_masks": "masks", "lab_multihead": "mh", "lab_variants": "var", "lab_kv_cache": "kv", "lab_quiz": "quiz",
     "lab_explanation": "nx", "deck": "deck", "positional": "pe", "complexity": "cx", "training": "tr",

@@ -19,3 +19,19 @@ def open_page(page: str, query: dict | None = None, timeout: float = 180, **stat
     at.run()
     assert not at.exception, at.exception
     return at
+
+
+def run_until(at: AppTest, key: str, timeout: float = 240) -> None:
+    """Rerun `at` until session key `key` is set (a background job's result collected), then once more to draw it;
+    asserts every run is free of exceptions."""
+    import time
+
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        at.run()
+        assert not at.exception, at.exception
+        if key in at.session_state:
+            at.run()
+            return
+        time.sleep(0.3)
+    raise AssertionError(f"{key} was not set after {timeout:.0f} s")

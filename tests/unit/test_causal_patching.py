@@ -97,6 +97,13 @@ def test_patching_each_mlp_equals_one_forward_per_layer(setup):
     assert np.abs(_raw(runs, got) - runs.metric.corrupted).max() > 1e-4
 
 
+def test_heads_and_mlps_in_one_batch_equal_their_own_forwards(setup):
+    loaded, pair, runs = setup
+    heads, mlps = patching.patch_components(loaded, runs)
+    np.testing.assert_allclose(_raw(runs, heads), _raw(runs, patching.patch_heads(loaded, runs)), atol=2e-6, rtol=0)
+    np.testing.assert_allclose(_raw(runs, mlps), _raw(runs, patching.patch_mlps(loaded, runs)), atol=2e-6, rtol=0)
+
+
 def test_clean_logits_are_each_clean_runs_last_position(setup):
     loaded, pair, runs = setup
     other = ioi(loaded.tokenizer, n_pairs=2).pairs[1]

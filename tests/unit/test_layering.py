@@ -130,7 +130,7 @@ def test_root_of_the_package_holds_only_the_foundation():
 
 
 def test_each_feature_has_one_figures_module_and_only_figures_import_plotly():
-    for folder in FEATURES - {"ui", "bench", "models", "decks", "words", "causal"}:  # these draw no figures
+    for folder in FEATURES - {"ui", "bench", "models", "decks", "words"}:  # these draw no figures
         assert (ROOT / "attnviz" / folder / "figures.py").exists(), folder
     bad = [str(p.relative_to(ROOT)) for p in (ROOT / "attnviz").rglob("*.py")
            if "plotly" in _imports(p) and p.name != "figures.py" and p.relative_to(ROOT).as_posix() not in
