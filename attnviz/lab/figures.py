@@ -101,7 +101,7 @@ def bars(labels: Sequence[str], series: dict[str, Sequence[float]], title: str, 
                       margin={"l": 10, "r": 10, "t": 45, "b": 10}, barmode="group", colorway=COLORWAY,
                       # a gap between the bars of a group: plotly shrinks each value label to its bar's
                       # width, so neighbouring labels can no longer touch ("3.3673.367")
-                      bargroupgap=0.15 if len(series) > 1 else None,
+                      bargroupgap=0.3 if len(series) > 1 else None,
                       showlegend=len(series) > 1, legend={"orientation": "h", "y": -0.2, "x": 0},
                       xaxis={"tickvals": list(range(len(labels))), "ticktext": list(labels)},
                       yaxis={"title": y_title, "range": list(y_range) if y_range else None})

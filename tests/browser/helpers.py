@@ -68,6 +68,16 @@ def open_path(page, app_server, path: str):
     wait_for_app(page)
 
 
+def set_number(page, label: str, value: int, timeout: float = 90.0) -> None:
+    """Type a value into the number box labelled `label`, press Enter and wait for the app."""
+    box = page.get_by_label(label, exact=True).first
+    box.scroll_into_view_if_needed()
+    box.fill(str(value))
+    box.press("Enter")
+    time.sleep(0.5)
+    wait_for_app(page, timeout)
+
+
 def start_job(page, name: str, tries: int = 3):
     """Press a job's start button until the job has taken it (the button turns disabled while the job runs
     and once its result is on the page). A press that lands while the page is being redrawn can be lost."""

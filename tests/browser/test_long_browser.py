@@ -1,23 +1,12 @@
 """Chromium: the Long inputs page records the bundled long text on the default model (MiniLM, capped at its 512
 positions), opens a head and zooms; the zoomed figure holds the exact weights of the same recording made here."""
-import time
-
 import numpy as np
 import pytest
 
-from tests.browser.helpers import choose, exception_texts, open_path, start_job, wait_plot
+from tests.browser.helpers import choose, exception_texts, open_path, set_number, start_job, wait_plot
 from tests.conftest import wait_for_app
 
 pytestmark = pytest.mark.browser
-
-
-def _set_number(page, label: str, value: int) -> None:
-    box = page.get_by_label(label, exact=True).first
-    box.scroll_into_view_if_needed()
-    box.fill(str(value))
-    box.press("Enter")
-    time.sleep(0.5)
-    wait_for_app(page)
 
 
 def _zoom(page) -> tuple[np.ndarray, list, list]:
@@ -48,14 +37,14 @@ def test_record_the_bundled_text_open_a_head_and_zoom(page, app_server, minilm):
     assert page.get_by_text("Each cell is the mean of a block").count() >= 1
     choose(page, "Layer", "3")
     choose(page, "Head", "5")
-    _set_number(page, "Window size", 32)
-    _set_number(page, "Query start", 300)
-    _set_number(page, "Key start", 280)
+    set_number(page, "Window size", 32)
+    set_number(page, "Query start", 300)
+    set_number(page, "Key start", 280)
     z, x, y = _zoom(page)
     la = record(minilm, BUNDLED.read_text(encoding="utf-8"), max_tokens=512)
     np.testing.assert_allclose(z, la.window(3, 5, 300, 332, 280, 312), atol=1e-6)
     assert x[0].startswith("280 ") and y[0].startswith("300 ")
-    _set_number(page, "Key start", 0)  # the zoom moves: recomputed at full resolution
+    set_number(page, "Key start", 0)  # the zoom moves: recomputed at full resolution
     z, x, _ = _zoom(page)
     assert x[0].startswith("0 ")
     np.testing.assert_allclose(z, la.window(3, 5, 300, 332, 0, 32), atol=1e-6)

@@ -15,7 +15,7 @@ from urllib.parse import urlencode, urlparse
 import numpy as np
 import pytest
 
-from tests.browser.helpers import exception_texts, nav_to, sidebar_model, sidebar_text, start_job, wait_plot
+from tests.browser.helpers import exception_texts, nav_to, set_number, sidebar_model, sidebar_text, start_job, wait_plot
 from tests.conftest import ARTIFACTS, wait_for_app
 
 pytestmark = pytest.mark.browser
@@ -49,6 +49,7 @@ EXPECT: dict[str, tuple[str, tuple[str, ...]]] = {
     "contributions": ("dense", ()),
     "trust": ("controls", ("▶ Run",)),
     "logit_lens": ("dense", ()),
+    "causal": ("controls", ("▶ Analyse",)),  # each task brings its own prompts: the analysis starts on a button
     "atlas": ("controls", ("▶ Run the corpus", "▶ Resume the run", "Stored: complete")),
     "compare": ("dense", ("Copy A into B",)),  # A (the sidebar's text) and B must tokenize alike: copy A
 }
@@ -134,15 +135,6 @@ def _settled_state(page, name: str, t0: float) -> tuple[dict, list[str]]:
         if not problems or time.perf_counter() - t0 > PAGE_TIMEOUT:
             return state, problems
         time.sleep(1.0)
-
-
-def _set_number(page, label: str, value: int) -> None:
-    box = page.get_by_label(label, exact=True).first
-    box.scroll_into_view_if_needed()
-    box.fill(str(value))
-    box.press("Enter")
-    time.sleep(0.5)
-    _settle(page)
 
 
 def _set_length(page, n: int) -> None:
@@ -282,11 +274,11 @@ def test_bundled_text_at_4096_tokens_on_smollm2_opens_a_dense_page_and_records_o
     assert grid["heads"] == 270 and grid["rows"] == 30 * 33 - 1  # 32 tiles per head, one row between layers
     _pick(page, "Layer", "12")
     _pick(page, "Head", "4")
-    _set_number(page, "Window size", 64)
-    _set_number(page, "Query start", 3000)
-    _set_number(page, "Key start", 2960)
+    set_number(page, "Window size", 64, PAGE_TIMEOUT)
+    set_number(page, "Query start", 3000, PAGE_TIMEOUT)
+    set_number(page, "Key start", 2960, PAGE_TIMEOUT)
     z, x, y = _zoom(page)
-    _set_number(page, "Query position", 3500)
+    set_number(page, "Query position", 3500, PAGE_TIMEOUT)
     focus = page.get_by_text("Query 3500 (").first.inner_text()
     seconds["long: zoom"] = round(time.perf_counter() - t0, 1)
     _shot(page, OUT / "long-recorded-4096.png")

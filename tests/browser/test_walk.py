@@ -14,18 +14,12 @@ import time
 import pytest
 
 from tests.browser.walker import Walker, app_pages, mode_from_env
-from tests.conftest import ARTIFACTS, served
+from tests.conftest import ARTIFACTS
 
 pytestmark = pytest.mark.browser
 
 # Not the default text: a page that falls back to the default has lost it.
 WALK_TEXT = "Walking every page, the lecturer kept this sentence in the sidebar."
-
-
-@pytest.fixture(scope="module")
-def walk_server():
-    """A server of the walk's own, so its log holds only the walk's tracebacks."""
-    yield from served()
 
 
 SHARDS = 3  # the pages are walked in three parts (every third page), so that test workers share the walk
@@ -41,13 +35,14 @@ def test_the_shards_cover_every_page_once():
 
 
 @pytest.mark.parametrize("shard", range(SHARDS))
-def test_walk_every_page(browser, walk_server, shard):
+def test_walk_every_page(browser, app_server, shard):
     mode = mode_from_env()
     titles = shard_titles(shard)
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
     page.set_default_timeout(30_000)
-    walker = Walker(page, walk_server.url, mode, server_log=ARTIFACTS / f"streamlit-{walk_server.port}.log",
+    # the worker's server: the walker reads its log from where it stands now, so only the walk's tracebacks count
+    walker = Walker(page, app_server.url, mode, server_log=ARTIFACTS / f"streamlit-{app_server.port}.log",
                     screenshots=ARTIFACTS)
     t0 = time.time()
     try:
