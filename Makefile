@@ -41,11 +41,12 @@ nginx:
 		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq nginx; \
 	fi
 
-# Tests run on $(WORKERS) workers (pytest-xdist), each with its own server and Chromium: most of a browser test is
-# waiting for a page, so three workers keep the two cores busy; `make test WORKERS=0` runs them one by one.
+# Tests run on $(WORKERS) workers (pytest-xdist), each with its own server and Chromium tab: a browser test waits on
+# its page between bursts of work, so four workers keep the two cores busy (91% on average over a whole run);
+# `make test WORKERS=0` runs them one by one.
 # Tests are handed out one at a time (--maxschedchunk 1), so the minutes-long ones, listed first in
 # tests/conftest.py, start at once on different workers and no worker holds a queue when the others are done.
-WORKERS ?= 3
+WORKERS ?= 4
 # every test's time also goes to test-artifacts/junit.xml
 PYTEST := $(PY) -m pytest -q -p no:cacheprovider --durations=25 -n $(WORKERS) --maxschedchunk 1 --junitxml=test-artifacts/junit.xml
 
