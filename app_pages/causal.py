@@ -5,6 +5,7 @@ import streamlit as st
 from attnviz.causal import figures as cf
 from attnviz.causal.circuits import N_LOW
 from attnviz.causal.scores import split_score
+from attnviz.causal.study import preview
 from attnviz.causal.writes import head_writes
 from attnviz.errors import AttnvizError
 from attnviz.ui import causal as uc
@@ -28,13 +29,17 @@ bind(uc.KEYS)
 request, loaded = sidebar_model("Causal analysis")
 uc.require_causal(loaded)
 task = uc.task_controls(loaded)
+rid = uc.run_id(request, task)
+st.subheader("What the model predicts")
+try:
+    uc.predictions(loaded, uc.cached("preview", rid, (), lambda: preview(loaded, task)))
+except AttnvizError as e:  # e.g. both runs give the same logit difference: nothing to patch
+    st.warning(str(e))
+    stop_page()
 s = uc.run_panel(request, task)
 if s is None:
     stop_page()
 
-st.subheader("What the model predicts")
-uc.predictions(loaded, s)
-rid = uc.run_id(request, task)
 uc.take_click("ca_heads")
 uc.take_click("ca_estimate")
 uc.take_click("ca_dla")

@@ -8,8 +8,10 @@ import numpy as np
 
 from attnviz.causal.attribution import attribution_patching
 from attnviz.causal.dla import direct_attribution
-from attnviz.causal.patching import cache, patch_components, patch_residual, require_causal
-from attnviz.causal.tasks import Metric, TaskSet
+from attnviz.causal.patching import (cache, inputs_of, last_logits, last_only, patch_components, patch_residual,
+                                     require_causal)
+from attnviz.causal.tasks import Metric, TaskSet, logit_diff
+from attnviz.models.adapter import run
 from attnviz.progress import CancelFlag, Progress, check, report
 from attnviz.types import LoadedModel
 
@@ -17,21 +19,13 @@ STAGES = ("clean and corrupted runs", "head and MLP patching", "attribution patc
 
 
 @dataclass(frozen=True)
-class Study:
-    """Everything the causal page draws for one task set; maps on the normalised scale (0 = corrupted, 1 = clean)
-    pooled over the pairs (see `pool`), the direct attributions in logit-difference units averaged over them."""
+class Preview:
+    """What the model predicts on a task set, from one clean and one corrupted run per pair: shown before the
+    analysis, and part of it."""
 
     task: TaskSet
     clean_diffs: np.ndarray  # (pair,): logit difference (answer - wrong) of each clean prompt
     corrupted_diffs: np.ndarray  # (pair,): and of each corrupted prompt
-    heads: np.ndarray  # (layer, head): exact patching of each head's output
-    heads_estimate: np.ndarray  # (layer, head): attribution patching's estimate of the same
-    mlps: np.ndarray  # (layer,): exact patching of each MLP
-    mlps_estimate: np.ndarray  # (layer,)
-    residual: np.ndarray  # (layer, pos): exact patching of the residual stream, first pair only
-    residual_estimate: np.ndarray  # (layer, pos): its estimate, first pair only
-    dla_heads: np.ndarray  # (layer, head): direct logit attribution of the clean prompts, mean over pairs
-    dla_mlps: np.ndarray  # (layer,)
     top_clean: tuple  # ((token id, probability), ...) the first clean prompt's most likely next tokens
     top_corrupted: tuple  # and the first corrupted prompt's
 
@@ -44,6 +38,21 @@ class Study:
     def accuracy(self) -> float:
         """Share of pairs whose clean prompt puts the answer above the wrong answer."""
         return float(np.mean(self.clean_diffs > 0))
+
+
+@dataclass(frozen=True)
+class Study(Preview):
+    """Everything the causal page draws for one task set; maps on the normalised scale (0 = corrupted, 1 = clean)
+    pooled over the pairs (see `pool`), the direct attributions in logit-difference units averaged over them."""
+
+    heads: np.ndarray  # (layer, head): exact patching of each head's output
+    heads_estimate: np.ndarray  # (layer, head): attribution patching's estimate of the same
+    mlps: np.ndarray  # (layer,): exact patching of each MLP
+    mlps_estimate: np.ndarray  # (layer,)
+    residual: np.ndarray  # (layer, pos): exact patching of the residual stream, first pair only
+    residual_estimate: np.ndarray  # (layer, pos): its estimate, first pair only
+    dla_heads: np.ndarray  # (layer, head): direct logit attribution of the clean prompts, mean over pairs
+    dla_mlps: np.ndarray  # (layer,)
 
     @property
     def correlation(self) -> float:
@@ -78,6 +87,19 @@ def top_tokens(logits, k: int = 5) -> tuple:
     probs = torch.softmax(logits.double(), -1)
     values, ids = torch.topk(probs, k)
     return tuple((int(i), float(p)) for i, p in zip(ids, values))
+
+
+def preview(loaded: LoadedModel, task: TaskSet) -> Preview:
+    """Both runs of every pair, last position only: the logit differences and the first pair's top tokens."""
+    require_causal(loaded)
+    clean, corrupted, tops = [], [], []
+    for pair in task.pairs:
+        for ids, diffs in ((pair.clean, clean), (pair.corrupted, corrupted)):
+            logits = last_logits(run(loaded, inputs_of(ids), **last_only(loaded))[0])[0]
+            diffs.append(float(logit_diff(logits, pair)))
+            if len(tops) < 2:  # the first pair's clean, then corrupted prompt
+                tops.append(top_tokens(logits))
+    return Preview(task, np.array(clean), np.array(corrupted), tops[0], tops[1])
 
 
 def study(loaded: LoadedModel, task: TaskSet, progress: Progress | None = None,
@@ -117,7 +139,9 @@ def study(loaded: LoadedModel, task: TaskSet, progress: Progress | None = None,
     runs, estimate = first
     residual = patch_residual(loaded, runs)
     report(progress, total, total, "done")
-    return Study(task, np.array([m.clean for m in metrics]), np.array([m.corrupted for m in metrics]),
-                 pool(heads, metrics), pool(est_heads, metrics), pool(mlps, metrics), pool(est_mlps, metrics),
-                 residual, estimate.residual, np.mean(dla_heads, 0), np.mean(dla_mlps, 0),
-                 top_tokens(runs.clean_logits), top_tokens(runs.corrupted_logits))
+    return Study(task=task, clean_diffs=np.array([m.clean for m in metrics]),
+                 corrupted_diffs=np.array([m.corrupted for m in metrics]),
+                 top_clean=top_tokens(runs.clean_logits), top_corrupted=top_tokens(runs.corrupted_logits),
+                 heads=pool(heads, metrics), heads_estimate=pool(est_heads, metrics), mlps=pool(mlps, metrics),
+                 mlps_estimate=pool(est_mlps, metrics), residual=residual, residual_estimate=estimate.residual,
+                 dla_heads=np.mean(dla_heads, 0), dla_mlps=np.mean(dla_mlps, 0))

@@ -146,7 +146,7 @@ def run_panel(request: Request, task):
 
 def predictions(loaded: LoadedModel, s) -> None:
     """The first pair's prompts and both runs' top next tokens, the clean accuracy and the logit differences, and
-    a warning when the model does not do the task."""
+    a warning when the model does not do the task; s: a Preview (or the Study, which holds one)."""
     pair = s.task.pairs[0]
     word = loaded.tokenizer.decode
     cols = st.columns(2)

@@ -15,7 +15,7 @@ from attnviz.causal.circuits import candidate_ids, ov_circuit, qk_circuit
 from attnviz.causal.dla import direct_attribution
 from attnviz.causal.pruning import pruning_curves
 from attnviz.causal.scores import split_score
-from attnviz.causal.tasks import ioi
+from attnviz.causal.tasks import ioi, user_pair
 from attnviz.models.hf import model_facts
 from attnviz.types import LoadedModel
 from tests.app.apptest import open_page, run_until
@@ -119,7 +119,14 @@ def test_your_own_pair_and_its_plain_messages(llama):
     assert "are the same" in " ".join(w.value for w in at.warning)
     at.text_input(key="ca_corrupted").set_value("When Mary and John went to the store, Anna gave a drink to")
     at.text_input(key="ca_answer").set_value(" Maryqzx").run()
-    assert not at.warning, [w.value for w in at.warning]
+    # no message about the pair; the predictions come before any analysis, with the logit differences of both runs
+    said = [w.value for w in at.warning]
+    assert all(w.startswith("The model cannot do this task") for w in said), said
+    pair = user_pair(loaded.tokenizer, "When Mary and John went to the store, John gave a drink to",
+                     "When Mary and John went to the store, Anna gave a drink to", " Maryqzx", " John")
+    metric = patching.cache(loaded, pair).metric
+    assert [m.value for m in at.metric[1:3]] == [f"{metric.clean:.3f}", f"{metric.corrupted:.3f}"]
+    assert not at.get("plotly_chart")  # nothing is patched before ▶ Analyse
     ids = loaded.tokenizer(" Maryqzx", add_special_tokens=False)["input_ids"]
     assert len(ids) > 1
     assert any(f"is {len(ids)} tokens; only its first token" in c.value for c in at.caption)

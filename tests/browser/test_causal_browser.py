@@ -49,7 +49,8 @@ def _open(page, app_server, folder: str | None = None, **params) -> None:
 
 
 def _analysed(page) -> None:
-    page.get_by_text("Clean accuracy").first.wait_for(timeout=240_000)
+    """Wait for the analysis' maps (the predictions and the accuracy come before it)."""
+    wait_plot(page, title="Exact patching of each head", timeout=240)
     wait_for_app(page, 120)
 
 
@@ -61,6 +62,8 @@ def _chosen(page) -> tuple[int, int, float]:
 
 def test_ioi_maps_a_clicked_head_and_the_link_after_a_reload(page, app_server, tiny_llama):
     _open(page, app_server, tiny_llama, ca_task="ioi", ca_pairs=2)
+    assert page.locator(".js-plotly-plot").count() == 0  # the predictions first; nothing patched yet
+    page.get_by_text("Clean accuracy").first.wait_for()
     page.get_by_role("button", name="▶ Analyse").click()
     _analysed(page)
     accuracy = page.locator("[data-testid=stMetric]", has_text="Clean accuracy").inner_text()

@@ -6,7 +6,7 @@ import pytest
 from attnviz.causal import patching
 from attnviz.causal.attribution import attribution_patching
 from attnviz.causal.dla import direct_attribution
-from attnviz.causal.study import pearson, pool, study
+from attnviz.causal.study import pearson, pool, preview, study
 from attnviz.causal.tasks import Metric, ioi
 from attnviz.progress import Cancelled
 from tests.tiny_models import tiny_loaded
@@ -66,3 +66,21 @@ def test_the_study_stops_when_cancelled(tiny):
     loaded, task = tiny
     with pytest.raises(Cancelled, match="causal analysis was cancelled"):
         study(loaded, task, cancel=lambda: True)
+
+
+def test_the_preview_is_both_runs_of_every_pair_at_the_last_position(tiny):
+    import torch
+
+    loaded, task = tiny
+    got = preview(loaded, task)
+    metrics = [patching.cache(loaded, p).metric for p in task.pairs]
+    np.testing.assert_allclose(got.clean_diffs, [m.clean for m in metrics], atol=1e-5)
+    np.testing.assert_allclose(got.corrupted_diffs, [m.corrupted for m in metrics], atol=1e-5)
+    assert got.accuracy == np.mean([m.clean > 0 for m in metrics])
+    # the first pair's five most likely next tokens, straight from the model's own forward
+    with torch.no_grad():
+        logits = loaded.model(input_ids=torch.tensor([task.pairs[0].corrupted])).logits[0, -1].double()
+    probs = torch.softmax(logits, -1)
+    want = torch.topk(probs, 5)
+    assert [i for i, _ in got.top_corrupted] == want.indices.tolist()
+    np.testing.assert_allclose([p for _, p in got.top_corrupted], want.values.numpy(), atol=1e-6)
