@@ -14,7 +14,7 @@ from urllib.parse import urlencode
 import numpy as np
 import pytest
 
-from tests.conftest import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS
+from tests.conftest import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, served
 
 pytestmark = pytest.mark.browser
 
@@ -129,8 +129,15 @@ def chromium_present():
         pytest.skip("Chromium is not installed (make test installs it)")
 
 
-def test_eight_sessions_at_once(app_server, chromium_present):
-    base = app_server.url
+@pytest.fixture
+def load_server():
+    """A server of the test's own: the worker's server has other tests' models, sessions and caches in it, which
+    would blur both what eight sessions at once meet and the memory curve."""
+    yield from served()
+
+
+def test_eight_sessions_at_once(load_server, chromium_present):
+    base = load_server.url
     assert base.startswith("http://127.0.0.1:")
     text_url = urlencode({"text": TEXTS[1]})
     specs = [(f"heatmap-{i}", heatmap_url(base, t, layer, head), heatmap_action(layer, head))
@@ -173,16 +180,16 @@ def _texts(n: int, words_min: int = 300) -> list[str]:
     return [" ".join(rng.choice(words, size=words_min + i % 50)) + "." for i in range(n)]
 
 
-def test_memory_stays_flat_over_many_texts(app_server, chromium_present):
+def test_memory_stays_flat_over_many_texts(load_server, chromium_present):
     import psutil
 
     from attnviz.ui.cache import get_result  # noqa: F401  (the bound under test: max_entries=16)
 
-    n_texts = int(os.environ.get("ATTNVIZ_LOAD_TEXTS", "32"))
-    budget = float(os.environ.get("ATTNVIZ_LOAD_SECONDS", "400"))
+    n_texts = int(os.environ.get("ATTNVIZ_LOAD_TEXTS", "36"))
+    budget = float(os.environ.get("ATTNVIZ_LOAD_SECONDS", "600"))
     from tests.tiny_models import minilm_tokenizer
 
-    proc = psutil.Process(app_server.proc.pid)
+    proc = psutil.Process(load_server.proc.pid)
     texts = _texts(n_texts)
     tok = minilm_tokenizer()
     n_tokens = [len(tok(t)["input_ids"]) for t in texts]
@@ -196,7 +203,7 @@ def test_memory_stays_flat_over_many_texts(app_server, chromium_present):
             ctx = await browser.new_context(viewport={"width": 1280, "height": 900})
             page = await ctx.new_page()
             page.set_default_timeout(120_000)
-            await page.goto(f"{app_server.url}/heatmap")
+            await page.goto(f"{load_server.url}/heatmap")
             await idle(page)
             box = page.locator('[data-testid="stSidebar"] textarea').first
             t0 = time.perf_counter()
@@ -218,7 +225,7 @@ def test_memory_stays_flat_over_many_texts(app_server, chromium_present):
     rss_start = proc.memory_info().rss
     done, errors = run_async(drive())
     assert errors == [], errors
-    assert done >= 30, f"only {done} texts in {budget:.0f} s"
+    assert done >= 34, f"only {done} texts in {budget:.0f} s"
     rss = np.array([s[2] for s in samples], dtype=float) / 2**20
     full = 20  # the result cache holds 16; by text 20 it is full and evicting
     after_full = rss[full - 1:]
@@ -230,9 +237,9 @@ def test_memory_stays_flat_over_many_texts(app_server, chromium_present):
                        "growth_mb_after_cache_full": round(growth, 1),
                        "unbounded_cache_would_hold_mb": round(sum(6 * 12 * n * n * 4 for n in n_tokens[:done]) / 2**20, 1)})
     # Each text's result is 72 maps of n x n float32 (~25-45 MB at 300-350 tokens): an unbounded cache would
-    # grow by ~300 MB over the texts after the cache is full; the bound keeps the growth to allocator noise.
+    # grow by ~400 MB over the texts after the cache is full; the bound keeps the growth to allocator noise.
     unbounded = sum(6 * 12 * n * n * 4 for n in n_tokens[full:done]) / 2**20
-    assert unbounded > 250, unbounded
+    assert unbounded > 350, unbounded
     assert growth < 120, f"RSS grew {growth:.0f} MB after the cache was full ({done} texts; unbounded: {unbounded:.0f} MB)"
 
 
