@@ -46,3 +46,9 @@ def figures(quick: bool = False) -> dict[str, float]:
     n_heads = loaded.facts.n_layers * loaded.facts.n_heads
     return {"patch_heads_ratio": heads / (n_heads * one), "attrib_patch_ratio": attrib / one,
             "causal_pair_tokens": float(pair.n)}
+
+
+if __name__ == "__main__":
+    import json
+
+    print(json.dumps(figures()))
