@@ -1,14 +1,13 @@
 """Attribution patching: the first-order estimate of every patch at once, (clean - corrupted activation) ·
-gradient of the logit difference in the corrupted run, from one backward pass."""
+gradient of the task's score in the corrupted run, from one backward pass."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
 
-from attnviz.causal.patching import CACHED, Runs, inputs_of, last_logits, last_only, require_causal
-from attnviz.causal.tasks import Metric, Pair, logit_diff
-from attnviz.models.adapter import run
+from attnviz.causal.patching import CACHED, Runs, require_task, scored_run
+from attnviz.causal.tasks import Metric, Pair
 from attnviz.types import LoadedModel
 
 
@@ -19,7 +18,7 @@ class PatchEstimate:
     residual: np.ndarray  # (layer, pos): the residual stream entering block `layer` at `pos`
     heads: np.ndarray  # (layer, head): one head's output at every position
     mlps: np.ndarray  # (layer,): one MLP's output at every position
-    metric: Metric  # the clean and corrupted logit differences
+    metric: Metric  # the clean and corrupted scores
 
 
 def attribution_patching(loaded: LoadedModel, pair: Pair, runs: Runs | None = None) -> PatchEstimate:
@@ -27,14 +26,14 @@ def attribution_patching(loaded: LoadedModel, pair: Pair, runs: Runs | None = No
     backward pass: the linear estimate of patching each residual position, head and MLP."""
     import torch
 
-    require_causal(loaded)
+    require_task(loaded, pair)
     if runs is None:
-        out, rec = run(loaded, inputs_of(pair.clean), hooks=CACHED, **last_only(loaded))
-        clean, clean_diff = rec.acts, float(logit_diff(last_logits(out)[0], pair))
+        _, rec, value = scored_run(loaded, pair.clean, pair, hooks=CACHED)
+        clean, clean_diff = rec.acts, float(value[0])
     else:
         clean, clean_diff = runs.clean, runs.metric.clean
-    out, rec = run(loaded, inputs_of(pair.corrupted), hooks=CACHED, grad=True, **last_only(loaded))
-    diff = logit_diff(last_logits(out)[0], pair)
+    _, rec, value = scored_run(loaded, pair.corrupted, pair, hooks=CACHED, grad=True)
+    diff = value[0]
     names = sorted(rec.acts)
     grads = dict(zip(names, torch.autograd.grad(diff, [rec[n] for n in names])))
     metric = Metric(clean_diff, float(diff.detach()))

@@ -1,5 +1,5 @@
-"""Exact activation patching: the corrupted run with one clean activation put in, scored by the normalised logit
-difference (0 = corrupted, 1 = clean), for the residual stream, every head's output and every MLP."""
+"""Exact activation patching: the corrupted run with one clean activation put in, scored by the task's normalised
+score (0 = corrupted, 1 = clean), for the residual stream, every head's output and every MLP."""
 from __future__ import annotations
 
 import inspect
@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attnviz.causal.tasks import Metric, Pair, logit_diff
+from attnviz.causal.tasks import Metric, Pair, score
 from attnviz.errors import BadInput
 from attnviz.models.adapter import run, run_from
 from attnviz.types import LoadedModel
@@ -23,9 +23,9 @@ class Runs:
     pair: Pair
     clean: dict  # hook point name -> tensor (1, ...) of the clean run (CACHED points)
     corrupted: dict  # the same points of the corrupted run
-    clean_logits: object  # (vocab,) tensor at the last position
-    corrupted_logits: object  # (vocab,)
-    metric: Metric  # the clean and corrupted logit differences
+    clean_logits: object  # (vocab,) tensor at the last position (None for a similarity pair)
+    corrupted_logits: object  # (vocab,) or None
+    metric: Metric  # the clean and corrupted scores
     n_layers: int
     n_heads: int
 
@@ -35,6 +35,37 @@ def require_causal(loaded: LoadedModel) -> None:
     if loaded.facts.kind != "decoder":
         raise BadInput(f"Causal analysis compares next-token predictions, so it needs a causal language model such "
                        f"as SmolLM2; {loaded.facts.name} is not one.")
+
+
+def require_task(loaded: LoadedModel, pair: Pair | None = None) -> None:
+    """BadInput unless `loaded` is a causal LM (next-token tasks) or an encoder (sentence similarity), and, given a
+    pair, unless the pair's score is one the model gives."""
+    kind, name = loaded.facts.kind, loaded.facts.name
+    if kind not in ("decoder", "encoder"):
+        raise BadInput(f"Causal analysis needs a causal language model such as SmolLM2 (next-token tasks) or a "
+                       f"sentence encoder such as MiniLM (sentence similarity); {name} is neither.")
+    if pair is not None and pair.similarity != (kind == "encoder"):
+        what = ("an encoder, so it has no next-token prediction to score" if kind == "encoder" else
+                "a causal language model, so it has no sentence embedding to compare")
+        raise BadInput(f"{name} is {what}: choose one of its own tasks.")
+
+
+def scored_run(loaded: LoadedModel, ids, pair: Pair, **kwargs):
+    """(output, Recording, score (batch,)) of one run of the prompt `ids`, asking for the last position's logits
+    only where the model takes that; kwargs go to the adapter's run (hooks, replace, grad)."""
+    out, rec = run(loaded, inputs_of(ids), **last_only(loaded), **kwargs)
+    return out, rec, score(out, pair)
+
+
+def sentence_embedder(loaded: LoadedModel):
+    """text -> an encoder's sentence embedding, the mean of its last hidden states over every token (special
+    tokens included, as the Trust page's similarity target pools them), as a tuple of floats."""
+
+    def embed(text: str) -> tuple:
+        out, _ = run(loaded, inputs_of(loaded.tokenizer(text)["input_ids"]))
+        return tuple(out.last_hidden_state[0].float().mean(0).tolist())
+
+    return embed
 
 
 def inputs_of(ids, batch: int = 1) -> dict:
@@ -61,14 +92,13 @@ def last_logits(out):
 def cache(loaded: LoadedModel, pair: Pair) -> Runs:
     """Run the clean and the corrupted prompt once each, keeping every block's residual stream, head outputs
     and MLP outputs."""
-    require_causal(loaded)
+    require_task(loaded, pair)
     kept = {}
     for which in ("clean", "corrupted"):
-        out, rec = run(loaded, inputs_of(getattr(pair, which)), hooks=CACHED, **last_only(loaded))
-        kept[which] = (dict(rec.acts), last_logits(out)[0])
-    (clean, clean_logits), (corrupted, corrupted_logits) = kept["clean"], kept["corrupted"]
-    metric = Metric(float(logit_diff(clean_logits, pair)), float(logit_diff(corrupted_logits, pair)))
-    return Runs(pair, clean, corrupted, clean_logits, corrupted_logits, metric, loaded.facts.n_layers,
+        out, rec, value = scored_run(loaded, getattr(pair, which), pair, hooks=CACHED)
+        kept[which] = (dict(rec.acts), None if pair.similarity else last_logits(out)[0], float(value[0]))
+    (clean, clean_logits, a), (corrupted, corrupted_logits, b) = kept["clean"], kept["corrupted"]
+    return Runs(pair, clean, corrupted, clean_logits, corrupted_logits, Metric(a, b), loaded.facts.n_layers,
                 loaded.facts.n_heads)
 
 
@@ -77,20 +107,22 @@ def _from_layer(loaded: LoadedModel, runs: Runs, layer: int, resid, replace: dic
     the normalised metric per row (batch,)."""
     out, _ = run_from(loaded, layer, resid, inputs_of(runs.pair.corrupted, resid.shape[0]), replace=replace,
                       **last_only(loaded))
-    return runs.metric(logit_diff(last_logits(out), runs.pair)).numpy().astype(np.float64)
+    return runs.metric(score(out, runs.pair)).numpy().astype(np.float64)
 
 
 def patch_residual(loaded: LoadedModel, runs: Runs, batch: int = 64) -> np.ndarray:
     """(layer, pos): the metric when the residual stream entering block `layer` at position `pos` is the clean
     one. Per layer forwards from that block whose batches hold one patched position per row (`batch` rows at
-    most, which bounds the memory of long prompts). Positions before the first token where the prompts differ hold
-    the same residual stream in both runs (the model is causal): they score 0 without a forward."""
+    most, which bounds the memory of long prompts). In a causal LM, positions before the first token where the
+    prompts differ hold the same residual stream in both runs: they score 0 without a forward. An encoder's
+    positions all see the difference after its first block, so only block 0 skips them."""
     n = runs.pair.n
     first = next((p for p in range(n) if runs.pair.clean[p] != runs.pair.corrupted[p]), n)
+    causal = loaded.facts.kind == "decoder"
     out = np.zeros((runs.n_layers, n))
     for i in range(runs.n_layers):
         name = f"blocks.{i}.hook_resid_pre"
-        for start in range(first, n, batch):
+        for start in range(first if causal or i == 0 else 0, n, batch):
             rows = np.arange(start, min(n, start + batch))
             resid = runs.corrupted[name].expand(len(rows), -1, -1).clone()  # (rows, n, d): row r patched at rows[r]
             resid[np.arange(len(rows)), rows] = runs.clean[name][0, rows]
@@ -156,5 +188,4 @@ def patch_components(loaded: LoadedModel, runs: Runs) -> tuple[np.ndarray, np.nd
 def clean_logits(loaded: LoadedModel, pairs) -> np.ndarray:
     """(pairs, vocab): the last position's logits of each pair's clean prompt (for clean accuracy)."""
     require_causal(loaded)
-    rows = [last_logits(run(loaded, inputs_of(p.clean), **last_only(loaded))[0])[0].numpy() for p in pairs]
-    return np.stack(rows)
+    return np.stack([last_logits(scored_run(loaded, p.clean, p)[0])[0].numpy() for p in pairs])

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attnviz.causal.patching import inputs_of, last_logits, last_only, require_causal
-from attnviz.causal.tasks import Metric, logit_diff
+from attnviz.causal.patching import inputs_of, last_only, require_task, scored_run
+from attnviz.causal.tasks import Metric, score
 from attnviz.metrics.entropy import row_entropy
 from attnviz.models.adapter import run
 from attnviz.progress import CancelFlag, Progress, check, report
@@ -62,16 +62,16 @@ def pruning_curves(loaded: LoadedModel, pairs, importance: np.ndarray, mode: str
     differences over the pairs. importance: (layer, head) patching effects."""
     import torch
 
-    require_causal(loaded)
+    for pair in pairs:
+        require_task(loaded, pair)
     n_layers, n_heads = loaded.facts.n_layers, loaded.facts.n_heads
     z_points, pattern_points = "blocks.*.attn.hook_z", "blocks.*.attn.hook_pattern"
     clean_diffs, corrupted_diffs, sums, entropies, positions = [], [], 0, [], 0
     for pair in pairs:
         check(cancel, "The pruning curves")
-        out, rec = run(loaded, inputs_of(pair.clean), hooks=[z_points, pattern_points], **last_only(loaded))
-        clean_diffs.append(float(logit_diff(last_logits(out)[0], pair)))
-        corrupted = run(loaded, inputs_of(pair.corrupted), **last_only(loaded))[0]
-        corrupted_diffs.append(float(logit_diff(last_logits(corrupted)[0], pair)))
+        _, rec, value = scored_run(loaded, pair.clean, pair, hooks=[z_points, pattern_points])
+        clean_diffs.append(float(value[0]))
+        corrupted_diffs.append(float(scored_run(loaded, pair.corrupted, pair)[2][0]))
         z = torch.stack([rec[f"blocks.{i}.attn.hook_z"][0] for i in range(n_layers)])  # (layer, n, head, d_head)
         sums = sums + z.double().sum(1)  # (layer, head, d_head)
         positions += pair.n
@@ -92,7 +92,7 @@ def pruning_curves(loaded: LoadedModel, pairs, importance: np.ndarray, mode: str
                 return torch.where(gone, means[point.layer][None, None], z)
 
             out, _ = run(loaded, inputs_of(pair.clean, len(counts)), replace={z_points: put}, **last_only(loaded))
-            diffs += logit_diff(last_logits(out), pair).double().numpy() / len(pairs)
+            diffs += score(out, pair).double().numpy() / len(pairs)
             done += 1
             report(progress, done, len(chosen) * len(pairs), f"removing heads in {name} order")
         curves[name] = np.asarray(metric(diffs))

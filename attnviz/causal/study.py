@@ -1,5 +1,5 @@
-"""One task set studied whole: exact patching, attribution patching and direct logit attribution of every pair,
-pooled over the pairs, with the clean accuracy and both runs' predictions on the first pair."""
+"""One task set studied whole: exact patching, attribution patching and (next-token tasks) direct logit attribution
+of every pair, pooled over the pairs, with the clean accuracy and both runs' predictions on the first pair."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -8,10 +8,8 @@ import numpy as np
 
 from attnviz.causal.attribution import attribution_patching
 from attnviz.causal.dla import direct_attribution
-from attnviz.causal.patching import (cache, inputs_of, last_logits, last_only, patch_components, patch_residual,
-                                     require_causal)
-from attnviz.causal.tasks import Metric, TaskSet, logit_diff
-from attnviz.models.adapter import run
+from attnviz.causal.patching import cache, last_logits, patch_components, patch_residual, require_task, scored_run
+from attnviz.causal.tasks import COSINE, Metric, TaskSet
 from attnviz.progress import CancelFlag, Progress, check, report
 from attnviz.types import LoadedModel
 
@@ -24,9 +22,10 @@ class Preview:
     analysis, and part of it."""
 
     task: TaskSet
-    clean_diffs: np.ndarray  # (pair,): logit difference (answer - wrong) of each clean prompt
+    clean_diffs: np.ndarray  # (pair,): score (logit difference answer - wrong, or cosine) of each clean prompt
     corrupted_diffs: np.ndarray  # (pair,): and of each corrupted prompt
-    top_clean: tuple  # ((token id, probability), ...) the first clean prompt's most likely next tokens
+    top_clean: tuple  # ((token id, probability), ...) the first clean prompt's most likely next tokens (() for
+    # a similarity task)
     top_corrupted: tuple  # and the first corrupted prompt's
 
     @property
@@ -36,7 +35,10 @@ class Preview:
 
     @property
     def accuracy(self) -> float:
-        """Share of pairs whose clean prompt puts the answer above the wrong answer."""
+        """Share of pairs answered right: the clean prompt puts the answer above the wrong answer, or (similarity)
+        the clean sentence is closer to the reference than the corrupted one."""
+        if self.task.measure == COSINE:
+            return float(np.mean(self.clean_diffs > self.corrupted_diffs))
         return float(np.mean(self.clean_diffs > 0))
 
 
@@ -51,8 +53,9 @@ class Study(Preview):
     mlps_estimate: np.ndarray  # (layer,)
     residual: np.ndarray  # (layer, pos): exact patching of the residual stream, first pair only
     residual_estimate: np.ndarray  # (layer, pos): its estimate, first pair only
-    dla_heads: np.ndarray  # (layer, head): direct logit attribution of the clean prompts, mean over pairs
-    dla_mlps: np.ndarray  # (layer,)
+    dla_heads: np.ndarray | None  # (layer, head): direct logit attribution of the clean prompts, mean over pairs;
+    # None for a similarity task (no logits to attribute)
+    dla_mlps: np.ndarray | None  # (layer,)
 
     @property
     def correlation(self) -> float:
@@ -90,15 +93,16 @@ def top_tokens(logits, k: int = 5) -> tuple:
 
 
 def preview(loaded: LoadedModel, task: TaskSet) -> Preview:
-    """Both runs of every pair, last position only: the logit differences and the first pair's top tokens."""
-    require_causal(loaded)
+    """Both runs of every pair (last position only where the model allows): the scores and the first pair's top
+    tokens."""
     clean, corrupted, tops = [], [], []
     for pair in task.pairs:
+        require_task(loaded, pair)
         for ids, diffs in ((pair.clean, clean), (pair.corrupted, corrupted)):
-            logits = last_logits(run(loaded, inputs_of(ids), **last_only(loaded))[0])[0]
-            diffs.append(float(logit_diff(logits, pair)))
+            out, _, value = scored_run(loaded, ids, pair)
+            diffs.append(float(value[0]))
             if len(tops) < 2:  # the first pair's clean, then corrupted prompt
-                tops.append(top_tokens(logits))
+                tops.append(() if pair.similarity else top_tokens(last_logits(out)[0]))
     return Preview(task, np.array(clean), np.array(corrupted), tops[0], tops[1])
 
 
@@ -107,15 +111,17 @@ def study(loaded: LoadedModel, task: TaskSet, progress: Progress | None = None,
     """Every map of the causal page for `task`: per pair the clean and corrupted runs, exact patching of each
     head and MLP, attribution patching and direct logit attribution, pooled over the pairs; the residual stream
     (layer × position) of the first pair. Reports progress per pair and stage; Cancelled when asked to stop."""
-    require_causal(loaded)
     pairs = task.pairs
-    total = len(pairs) * len(STAGES) + 1
+    for pair in pairs:
+        require_task(loaded, pair)
+    stages = STAGES if task.measure != COSINE else STAGES[:-1]  # an encoder has no logits to attribute
+    total = len(pairs) * len(stages) + 1
     metrics, heads, mlps, est_heads, est_mlps, dla_heads, dla_mlps = ([] for _ in range(7))
     first = None
     for p, pair in enumerate(pairs):
         def step(s: int, what: str) -> None:
             check(cancel, "The causal analysis")
-            report(progress, p * len(STAGES) + s, total, f"pair {p + 1} of {len(pairs)}: {what}")
+            report(progress, p * len(stages) + s, total, f"pair {p + 1} of {len(pairs)}: {what}")
 
         step(0, STAGES[0])
         runs = cache(loaded, pair)
@@ -128,10 +134,11 @@ def study(loaded: LoadedModel, task: TaskSet, progress: Progress | None = None,
         estimate = attribution_patching(loaded, pair, runs)
         est_heads.append(estimate.heads)
         est_mlps.append(estimate.mlps)
-        step(3, STAGES[3])
-        dla = direct_attribution(loaded, pair)
-        dla_heads.append(dla.heads)
-        dla_mlps.append(dla.mlps)
+        if len(stages) > 3:
+            step(3, STAGES[3])
+            dla = direct_attribution(loaded, pair)
+            dla_heads.append(dla.heads)
+            dla_mlps.append(dla.mlps)
         if p == 0:
             first = (runs, estimate)
     check(cancel, "The causal analysis")
@@ -141,7 +148,9 @@ def study(loaded: LoadedModel, task: TaskSet, progress: Progress | None = None,
     report(progress, total, total, "done")
     return Study(task=task, clean_diffs=np.array([m.clean for m in metrics]),
                  corrupted_diffs=np.array([m.corrupted for m in metrics]),
-                 top_clean=top_tokens(runs.clean_logits), top_corrupted=top_tokens(runs.corrupted_logits),
+                 top_clean=() if runs.clean_logits is None else top_tokens(runs.clean_logits),
+                 top_corrupted=() if runs.corrupted_logits is None else top_tokens(runs.corrupted_logits),
                  heads=pool(heads, metrics), heads_estimate=pool(est_heads, metrics), mlps=pool(mlps, metrics),
                  mlps_estimate=pool(est_mlps, metrics), residual=residual, residual_estimate=estimate.residual,
-                 dla_heads=np.mean(dla_heads, 0), dla_mlps=np.mean(dla_mlps, 0))
+                 dla_heads=np.mean(dla_heads, 0) if dla_heads else None,
+                 dla_mlps=np.mean(dla_mlps, 0) if dla_mlps else None)

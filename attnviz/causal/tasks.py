@@ -1,4 +1,6 @@
-"""Clean/corrupted prompt pairs for causal analysis, the task sets built from them, and the logit-difference metric."""
+"""Clean/corrupted prompt pairs for causal analysis, the task sets built from them, and their score: the logit
+difference of two next tokens (causal LMs) or the cosine similarity of the sentence embedding to a reference
+sentence (encoders), normalised so the corrupted run scores 0 and the clean run 1."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -30,6 +32,18 @@ FACTS = (
     ("The Forbidden City is in the city of", " Beijing"),
 )
 YEAR_TEMPLATE = "The war lasted from the year {c}{yy:02d} to the year {c}"
+# Sentence similarity: reference sentence -> words of its topic. A clean sentence names a word of the reference's
+# topic, its corrupted twin a word of another topic, in the same frame.
+TOPICS = {
+    "A man is playing the guitar on stage.": ("piano", "violin", "drums", "song", "band", "concert"),
+    "She is cooking pasta in the kitchen.": ("soup", "bread", "rice", "pizza", "dinner", "meal"),
+    "The team won the football match.": ("game", "soccer", "tennis", "player", "league", "goal"),
+    "A dog is running in the park.": ("cat", "puppy", "horse", "pet", "rabbit", "bird"),
+    "It is raining heavily outside today.": ("storm", "snow", "rain", "wind", "weather", "cloud"),
+}
+FRAMES = ("The story was about a {w}.", "We talked about the {w} all evening.", "I keep thinking about that {w}.")
+# what a task's score is, by the kind of model it needs
+LOGIT_DIFF, COSINE = "logit difference", "cosine similarity"
 
 
 @dataclass(frozen=True)
@@ -44,6 +58,9 @@ class Pair:
     clean_tokens: tuple = ()  # display labels of the clean prompt's tokens
     corrupted_tokens: tuple = ()  # and of the corrupted prompt's
     note: str = ""  # said to the user, e.g. that only the first token of a multi-token answer is used
+    # similarity pairs (answer and wrong are -1): the reference sentence and its embedding (d_model floats)
+    reference_text: str = ""
+    reference: tuple = ()
 
     def __post_init__(self):
         if len(self.clean) != len(self.corrupted) or not self.clean:
@@ -54,14 +71,24 @@ class Pair:
     def n(self) -> int:
         return len(self.clean)
 
+    @property
+    def similarity(self) -> bool:
+        """True when the score is the sentence embedding's cosine similarity to `reference`."""
+        return bool(self.reference)
+
 
 @dataclass(frozen=True)
 class TaskSet:
     """Several pairs of one task."""
 
-    name: str  # "ioi", "induction", "greater_than", "factual" or "user"
+    name: str  # "ioi", "induction", "greater_than", "factual", "similarity" or "user"
     title: str  # shown to the user
     pairs: tuple  # (Pair, ...)
+
+    @property
+    def measure(self) -> str:
+        """What the score is: LOGIT_DIFF or COSINE."""
+        return COSINE if self.pairs and self.pairs[0].similarity else LOGIT_DIFF
 
 
 def ids_of(tokenizer, text: str) -> list[int]:
@@ -94,9 +121,10 @@ def _next_token(tokenizer, prompt_ids: list, prompt: str, continuation: str) -> 
     return int(alone[0]) if alone else None
 
 
-def _pair(tokenizer, clean: list, corrupted: list, answer: int, wrong: int, label: str, note: str = "") -> Pair:
+def _pair(tokenizer, clean: list, corrupted: list, answer: int, wrong: int, label: str, note: str = "",
+          reference_text: str = "", reference: tuple = ()) -> Pair:
     return Pair(tuple(clean), tuple(corrupted), int(answer), int(wrong), label, _labels(tokenizer, clean),
-                _labels(tokenizer, corrupted), note)
+                _labels(tokenizer, corrupted), note, reference_text, tuple(float(v) for v in reference))
 
 
 def ioi(tokenizer, n_pairs: int = 8, seed: int = 0) -> TaskSet:
@@ -188,25 +216,69 @@ def factual(tokenizer, n_pairs: int = 8) -> TaskSet:
     return TaskSet("factual", "Factual recall", tuple(pairs))
 
 
-def user_pair(tokenizer, clean: str, corrupted: str, answer: str, wrong: str) -> Pair:
-    """A pair from the user's own two prompts and two answers (each answer written as it follows the prompt,
-    usually with its leading space). Only the first token of an answer of several tokens is compared, and
-    `note` says so. Raises BadInput for an empty field, equal prompts, prompts of different lengths in tokens
-    (both tokenisations shown) and answers whose first tokens are the same."""
-    for what, text in (("clean prompt", clean), ("corrupted prompt", corrupted), ("answer", answer),
-                       ("wrong answer", wrong)):
+def similarity(tokenizer, embed, n_pairs: int = 8, seed: int = 0) -> TaskSet:
+    """Sentence similarity for an encoder: "The story was about a piano." against the reference "A man is playing
+    the guitar on stage." (the score: cosine similarity of the two mean-pooled sentence embeddings); the corrupted
+    sentence names a word of another topic ("... about a soup."). embed: text -> the reference's embedding."""
+    rng = np.random.default_rng(seed)
+    refs = list(TOPICS)
+    embedded = {}
+    pairs = []
+    for k in range(n_pairs * 4):
+        if len(pairs) == n_pairs:
+            break
+        ref = refs[k % len(refs)]
+        other = refs[(k + 1 + int(rng.integers(0, len(refs) - 1))) % len(refs)]
+        word, foil = str(rng.choice(TOPICS[ref])), str(rng.choice(TOPICS[other])),
+        frame = FRAMES[k % len(FRAMES)]
+        clean = tokenizer(frame.format(w=word))["input_ids"]
+        corrupted = tokenizer(frame.format(w=foil))["input_ids"]
+        if len(clean) != len(corrupted) or clean == corrupted:
+            continue
+        if ref not in embedded:
+            embedded[ref] = embed(ref)
+        pairs.append(_pair(tokenizer, clean, corrupted, -1, -1, f"{word} vs {foil}", reference_text=ref,
+                           reference=embedded[ref]))
+    return TaskSet("similarity", "Sentence similarity", tuple(pairs))
+
+
+def _user_texts(fields) -> None:
+    for what, text in fields:
         if not text or not text.strip():
-            raise BadInput(f"The {what} is empty. Write all four: two prompts, the answer and the wrong answer.")
+            raise BadInput(f"The {what} is empty. Fill in every box of your pair.")
+
+
+def _same_length(tokenizer, clean: str, corrupted: str, a: list, b: list) -> None:
     if clean == corrupted:
         raise BadInput("The clean and corrupted prompts are the same, so patching one into the other changes "
                        "nothing. Change a word of the corrupted prompt.")
-    a, b = ids_of(tokenizer, clean), ids_of(tokenizer, corrupted)
     if len(a) != len(b):
         clean_shown, corrupted_shown = (" | ".join(_labels(tokenizer, ids)) for ids in (a, b))
         raise BadInput(f"The clean prompt has {count_text(len(a))} tokens and the corrupted prompt "
                        f"{count_text(len(b))}, but patching "
                        f"needs the same number at the same positions. Clean: {clean_shown}. Corrupted: "
                        f"{corrupted_shown}.")
+
+
+def user_similarity_pair(tokenizer, clean: str, corrupted: str, reference: str, embed) -> Pair:
+    """An encoder's pair from the user's two sentences and the reference sentence both are compared with; the
+    same plain errors as user_pair."""
+    _user_texts((("clean sentence", clean), ("corrupted sentence", corrupted), ("reference sentence", reference)))
+    a, b = tokenizer(clean)["input_ids"], tokenizer(corrupted)["input_ids"]
+    _same_length(tokenizer, clean, corrupted, a, b)
+    return _pair(tokenizer, a, b, -1, -1, "your pair", reference_text=reference.strip(),
+                 reference=embed(reference.strip()))
+
+
+def user_pair(tokenizer, clean: str, corrupted: str, answer: str, wrong: str) -> Pair:
+    """A pair from the user's own two prompts and two answers (each answer written as it follows the prompt,
+    usually with its leading space). Only the first token of an answer of several tokens is compared, and
+    `note` says so. Raises BadInput for an empty field, equal prompts, prompts of different lengths in tokens
+    (both tokenisations shown) and answers whose first tokens are the same."""
+    _user_texts((("clean prompt", clean), ("corrupted prompt", corrupted), ("answer", answer),
+                 ("wrong answer", wrong)))
+    a, b = ids_of(tokenizer, clean), ids_of(tokenizer, corrupted)
+    _same_length(tokenizer, clean, corrupted, a, b)
     notes, firsts = [], []
     for what, text in (("answer", answer), ("wrong answer", wrong)):
         ids = tokenizer(text, add_special_tokens=False)["input_ids"]
@@ -221,13 +293,19 @@ def user_pair(tokenizer, clean: str, corrupted: str, answer: str, wrong: str) ->
 
 
 TASKS = {"ioi": ioi, "induction": induction, "greater_than": greater_than, "factual": factual}
+ENCODER_TASKS = {"similarity": similarity}  # these also take `embed`
 
 
-def task_set(tokenizer, name: str, n_pairs: int = 8) -> TaskSet:
-    """The generated task set `name` (one of TASKS) for this tokenizer; BadInput when it has no pair."""
-    if name not in TASKS:
-        raise BadInput(f"There is no task called {name!r}; the tasks are {', '.join(TASKS)}.")
-    found = TASKS[name](tokenizer, n_pairs=n_pairs)
+def task_set(tokenizer, name: str, n_pairs: int = 8, embed=None) -> TaskSet:
+    """The generated task set `name` (one of TASKS, or of ENCODER_TASKS given `embed`: text -> sentence
+    embedding) for this tokenizer; BadInput when it has no pair."""
+    if name in ENCODER_TASKS and embed is not None:
+        found = ENCODER_TASKS[name](tokenizer, embed, n_pairs=n_pairs)
+    elif name in TASKS:
+        found = TASKS[name](tokenizer, n_pairs=n_pairs)
+    else:
+        raise BadInput(f"There is no task called {name!r}; the tasks are {', '.join(TASKS)} for a causal "
+                       f"language model and {', '.join(ENCODER_TASKS)} for an encoder.")
     if not found.pairs:
         raise BadInput(f"No pair of the {found.title.lower()} task keeps the same number of tokens in this model's "
                        "tokenizer, so the task cannot be built for it.")
@@ -240,20 +318,34 @@ def logit_diff(logits, pair: Pair):
     return logits[..., pair.answer] - logits[..., pair.wrong]
 
 
+def score(out, pair: Pair):
+    """A model output for a batch of one prompt's runs -> (batch,) float tensor: the logit difference at the last
+    position, or for a similarity pair the cosine similarity of the sentence embedding (the mean of the last
+    hidden states over every position, special tokens included) to the reference's."""
+    import torch
+
+    if pair.similarity:
+        pooled = out.last_hidden_state.float().mean(1)  # (batch, d)
+        reference = torch.tensor(pair.reference, dtype=pooled.dtype)
+        return torch.nn.functional.cosine_similarity(pooled, reference[None], dim=-1)
+    return logit_diff(out.logits[:, -1].float(), pair)
+
+
 @dataclass(frozen=True)
 class Metric:
-    """The logit difference scaled so the corrupted run scores 0 and the clean run 1."""
+    """The score (logit difference or cosine similarity) scaled so the corrupted run scores 0 and the clean run
+    1."""
 
-    clean: float  # logit difference of the clean run
+    clean: float  # score of the clean run
     corrupted: float  # of the corrupted run
 
     def __post_init__(self):
         if self.clean == self.corrupted:
-            raise BadInput("The clean and corrupted prompts give the same logit difference, so there is no effect "
-                           "to restore and no scale to measure a patch on.")
+            raise BadInput("The clean and corrupted prompts give the same score, so there is no effect to restore "
+                           "and no scale to measure a patch on.")
 
     def __call__(self, diff):
-        """Logit difference(s) -> normalised score(s): (diff - corrupted) / (clean - corrupted)."""
+        """Score(s) -> normalised score(s): (diff - corrupted) / (clean - corrupted)."""
         return (diff - self.corrupted) / (self.clean - self.corrupted)
 
 

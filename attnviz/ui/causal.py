@@ -17,23 +17,29 @@ from attnviz.ui.page import stop as stop_page
 # widget keys (in the link)
 TASK, PAIRS, GO = "ca_task", "ca_pairs", "ca_go"
 CLEAN, CORRUPTED, ANSWER, WRONG = "ca_clean", "ca_corrupted", "ca_answer", "ca_wrong"
+REFERENCE, SIM_CLEAN, SIM_CORRUPTED = "ca_reference", "ca_sim_clean", "ca_sim_corrupted"  # an encoder's own pair
 QUERY, KEY, PRUNE_MODE = "ca_query", "ca_key", "ca_prune_mode"
-KEYS = {TASK: str, PAIRS: int, GO: bool, CLEAN: str, CORRUPTED: str, ANSWER: str, WRONG: str, QUERY: int, KEY: int,
-        PRUNE_MODE: str}
+KEYS = {TASK: str, PAIRS: int, GO: bool, CLEAN: str, CORRUPTED: str, ANSWER: str, WRONG: str, REFERENCE: str,
+        SIM_CLEAN: str, SIM_CORRUPTED: str, QUERY: int, KEY: int, PRUNE_MODE: str}
 JOB, PRUNE_JOB = "ca_job", "ca_prune_job"
 DONE, PRUNED, SPLITS = "_ca_done", "_ca_pruned", "_ca_splits"  # session: (run id, Study), (run id, Curves), {…}
 TASK_TITLES = {"ioi": "Indirect object (IOI)", "induction": "Induction", "greater_than": "Greater-than",
-               "factual": "Factual recall", "user": "Your own pair"}
+               "factual": "Factual recall", "similarity": "Sentence similarity", "user": "Your own pair"}
+# the tasks each kind of model offers, the first one the default
+KIND_TASKS = {"decoder": ("ioi", "induction", "greater_than", "factual", "user"), "encoder": ("similarity", "user")}
 PRUNE_TITLES = {"mean": "Mean output", "zero": "Zero"}
 LOW_ACCURACY = 0.75  # below this share of pairs answered right, the page says the model cannot do the task
 DEFAULTS = {TASK: "ioi", PAIRS: 4, PRUNE_MODE: "mean",
             CLEAN: "When Mary and John went to the store, John gave a drink to",
-            CORRUPTED: "When Mary and John went to the store, Anna gave a drink to", ANSWER: " Mary", WRONG: " John"}
+            CORRUPTED: "When Mary and John went to the store, Anna gave a drink to", ANSWER: " Mary", WRONG: " John",
+            REFERENCE: "A man is playing the guitar on stage.", SIM_CLEAN: "The story was about a piano.",
+            SIM_CORRUPTED: "The story was about a soup."}
 
 
-def require_causal(loaded: LoadedModel) -> None:
-    """Stop the page with the core's sentence and the switch to SmolLM2 unless `loaded` is a causal LM."""
-    from attnviz.causal.patching import require_causal as check
+def require_model(loaded: LoadedModel) -> None:
+    """Stop the page with the core's sentence and the switch to SmolLM2 unless `loaded` is a causal LM or an
+    encoder."""
+    from attnviz.causal.patching import require_task as check
     from attnviz.ui.metrics import switch_to_causal_button
 
     try:
@@ -49,18 +55,33 @@ def require_causal(loaded: LoadedModel) -> None:
 def task_controls(loaded: LoadedModel):
     """The task, the number of pairs and, for the user's own pair, its four text boxes; the TaskSet, or the page
     stops with a plain message."""
-    from attnviz.causal.tasks import TaskSet, task_set, user_pair
+    from attnviz.causal.patching import sentence_embedder
+    from attnviz.causal.tasks import TaskSet, task_set, user_pair, user_similarity_pair
 
+    offered = KIND_TASKS[loaded.facts.kind]
     for key, value in DEFAULTS.items():
         if st.session_state.get(key) is None:
             st.session_state[key] = value
-    if st.session_state[TASK] not in TASK_TITLES:
-        st.session_state[TASK] = DEFAULTS[TASK]
+    if st.session_state[TASK] not in offered:
+        st.session_state[TASK] = offered[0]
     c = st.columns([3, 1], vertical_alignment="bottom")
-    task = c[0].segmented_control("Task", list(TASK_TITLES), key=TASK, format_func=TASK_TITLES.get,
+    task = c[0].segmented_control("Task", list(offered), key=TASK, format_func=TASK_TITLES.get,
                                   help="A generated set of clean/corrupted prompt pairs, or a pair you write.") \
-        or DEFAULTS[TASK]
+        or offered[0]
+    encoder = loaded.facts.kind == "encoder"
     try:
+        if task == "user" and encoder:
+            a, b = st.columns(2)
+            clean = a.text_input("Clean sentence", key=SIM_CLEAN,
+                                 help="A sentence close in meaning to the reference.")
+            corrupted = b.text_input("Corrupted sentence", key=SIM_CORRUPTED,
+                                     help="The same sentence with the clue changed: as many tokens, at the same "
+                                          "places.")
+            reference = st.text_input("Reference sentence", key=REFERENCE,
+                                      help="Both sentences' embeddings are compared with this one's (cosine "
+                                           "similarity of the mean-pooled embeddings, as on the Trust page).")
+            pair = user_similarity_pair(loaded.tokenizer, clean, corrupted, reference, sentence_embedder(loaded))
+            return TaskSet("user", "Your own pair", (pair,))
         if task == "user":
             a, b = st.columns(2)
             clean = a.text_input("Clean prompt", key=CLEAN, help="The prompt the model gets right.")
@@ -76,14 +97,14 @@ def task_controls(loaded: LoadedModel):
                        help="Prompt pairs of the task; the maps are pooled over them. Each pair costs one forward "
                             "per layer from that layer on (SmolLM2: 30) and one backward pass; the residual map is "
                             "the first pair's.")
-        return task_set(loaded.tokenizer, task, n_pairs=int(n))
+        return task_set(loaded.tokenizer, task, n_pairs=int(n), embed=sentence_embedder(loaded) if encoder else None)
     except AttnvizError as e:
         st.warning(str(e))
         stop_page()
 
 
 def run_id(request: Request, task) -> str:
-    pairs = [(p.clean, p.corrupted, p.answer, p.wrong) for p in task.pairs]
+    pairs = [(p.clean, p.corrupted, p.answer, p.wrong, p.reference_text) for p in task.pairs]
     return f"{request.model}|{hashlib.blake2b(repr(pairs).encode(), digest_size=8).hexdigest()}"
 
 
@@ -126,8 +147,9 @@ def run_panel(request: Request, task):
     rid = run_id(request, task)
     held = st.session_state.get(DONE)
     busy = jobs.running(JOB)
+    then = "attribution patching" if task.pairs[0].similarity else "attribution patching and direct logit attribution"
     start = _buttons(JOB, "▶ Analyse", f"Patches every head, MLP and residual position of {len(task.pairs)} "
-                                       "pair(s), then attribution patching and direct logit attribution.", busy)
+                                       f"pair(s), then {then}.", busy)
     auto = (held is None or held[0] != rid) and st.session_state.get(GO) and not busy and jobs.current(JOB) is None
     if start or auto:
         from attnviz.ui.share import from_link
@@ -145,31 +167,46 @@ def run_panel(request: Request, task):
 
 
 def predictions(loaded: LoadedModel, s) -> None:
-    """The first pair's prompts and both runs' top next tokens, the clean accuracy and the logit differences, and
-    a warning when the model does not do the task; s: a Preview (or the Study, which holds one)."""
+    """The first pair's prompts and both runs' top next tokens (or cosine similarities), the clean accuracy and the
+    scores, and a warning when the model does not do the task; s: a Preview (or the Study, which holds one)."""
+    from attnviz.causal.tasks import COSINE
+
     pair = s.task.pairs[0]
     word = loaded.tokenizer.decode
+    similarity = s.task.measure == COSINE
     cols = st.columns(2)
-    for col, which, tokens, top in ((cols[0], "Clean", pair.clean_tokens, s.top_clean),
-                                    (cols[1], "Corrupted", pair.corrupted_tokens, s.top_corrupted)):
+    for col, which, tokens, top, value in ((cols[0], "Clean", pair.clean_tokens, s.top_clean, s.clean_diffs[0]),
+                                           (cols[1], "Corrupted", pair.corrupted_tokens, s.top_corrupted,
+                                            s.corrupted_diffs[0])):
+        if similarity:
+            text = word(list(getattr(pair, which.lower())), skip_special_tokens=True)
+            col.markdown(f"**{which} sentence** (first pair): {text!r}")
+            col.metric(f"{which}: cosine similarity to the reference", f"{value:.3f}")
+            continue
         col.markdown(f"**{which} prompt** (first pair): {''.join(tokens)!r}")
         col.dataframe({"next token": [repr(word([i])) for i, _ in top],
                        "probability": [round(p, 4) for _, p in top],
                        "": ["answer" if i == pair.answer else "wrong answer" if i == pair.wrong else ""
                             for i, _ in top]}, hide_index=True, width="stretch")
-    st.caption(f"Compared: the answer {word([pair.answer])!r} against the wrong answer {word([pair.wrong])!r} "
-               f"({pair.label}).")
+    if similarity:
+        st.caption(f"Reference sentence: {pair.reference_text!r} ({pair.label}). The score is the cosine similarity "
+                   "of the two mean-pooled sentence embeddings, as the Trust page's similarity target reads it.")
+    else:
+        st.caption(f"Compared: the answer {word([pair.answer])!r} against the wrong answer {word([pair.wrong])!r} "
+                   f"({pair.label}).")
     m = st.columns(3)
     n = len(s.task.pairs)
     right = int(round(s.accuracy * n))
-    m[0].metric("Clean accuracy", f"{s.accuracy:.0%}", help=f"{right} of {n} clean prompts put the answer above "
-                                                             "the wrong answer.")
-    m[1].metric("Clean logit difference", f"{s.metric.clean:.3f}", help="answer − wrong answer, mean over pairs")
-    m[2].metric("Corrupted logit difference", f"{s.metric.corrupted:.3f}", help="mean over pairs")
+    rule = ("clean sentences are closer to their reference than their corrupted twins" if similarity else
+            "clean prompts put the answer above the wrong answer")
+    measure = s.task.measure
+    m[0].metric("Clean accuracy", f"{s.accuracy:.0%}", help=f"{right} of {n} {rule}.")
+    m[1].metric(f"Clean {measure}", f"{s.metric.clean:.3f}",
+                help="mean over pairs" if similarity else "answer − wrong answer, mean over pairs")
+    m[2].metric(f"Corrupted {measure}", f"{s.metric.corrupted:.3f}", help="mean over pairs")
     if s.accuracy < LOW_ACCURACY:
-        st.warning(f"The model cannot do this task: only {right} of {n} clean prompts put the answer above the "
-                   "wrong answer, so the maps below show what moves a behaviour the model mostly does not have. "
-                   "Try another task or a larger model.")
+        st.warning(f"The model cannot do this task: only {right} of {n} {rule}, so the maps below show what moves "
+                   "a behaviour the model mostly does not have. Try another task or a larger model.")
 
 
 def take_click(chart_key: str) -> None:

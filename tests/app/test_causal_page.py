@@ -1,4 +1,4 @@
-"""AppTest of the causal page: a plain message on the default encoder; on a tiny random Llama saved in a folder, the
+"""AppTest of the causal page: sentence similarity on the default encoder, its maps equal to patching run here; on a tiny random Llama saved in a folder, the
 IOI analysis whose maps equal patching, attribution patching and direct attribution run here pair by pair, the
 accuracy and its warning, the head with the largest effect chosen, its score split, what it writes and its OV and QK
 circuits; the user's own pair and its plain messages."""
@@ -15,7 +15,7 @@ from attnviz.causal.circuits import candidate_ids, ov_circuit, qk_circuit
 from attnviz.causal.dla import direct_attribution
 from attnviz.causal.pruning import pruning_curves
 from attnviz.causal.scores import split_score
-from attnviz.causal.tasks import ioi, user_pair
+from attnviz.causal.tasks import ioi, task_set, user_pair
 from attnviz.models.hf import model_facts
 from attnviz.types import LoadedModel
 from tests.app.apptest import open_page, run_until
@@ -38,12 +38,33 @@ def _specs(at) -> dict:
     return {s["layout"]["title"]["text"]: s for s in (json.loads(c.proto.spec) for c in at.get("plotly_chart"))}
 
 
-def test_an_encoder_is_refused_plainly():
-    at = open_page(PAGE)  # the sidebar's default, MiniLM
-    assert [w.value for w in at.warning] == [
-        "Causal analysis compares next-token predictions, so it needs a causal language model such as SmolLM2; "
-        "minilm is not one."]
-    assert not at.get("plotly_chart") and not at.get("metric")
+def test_the_default_encoder_analyses_sentence_similarity():
+    at = open_page(PAGE, ca_pairs=2)  # the sidebar's default, MiniLM
+    assert not at.warning
+    from attnviz.models import load_model
+
+    loaded = load_model("minilm")
+    task = task_set(loaded.tokenizer, "similarity", n_pairs=2, embed=patching.sentence_embedder(loaded))
+    runs = [patching.cache(loaded, p) for p in task.pairs]
+    clean = np.array([r.metric.clean for r in runs])
+    corrupted = np.array([r.metric.corrupted for r in runs])
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Clean: cosine similarity to the reference"] == f"{clean[0]:.3f}"
+    assert metrics["Corrupted: cosine similarity to the reference"] == f"{corrupted[0]:.3f}"
+    assert metrics["Clean cosine similarity"] == f"{clean.mean():.3f}"
+    assert metrics["Clean accuracy"] == f"{np.mean(clean > corrupted):.0%}"
+    assert any(task.pairs[0].reference_text in c.value for c in at.caption)
+    at.button(key="ca_job_run").click()
+    run_until(at, "_ca_done")
+    raw = np.mean([r.metric.corrupted + patching.patch_heads(loaded, r) * (r.metric.clean - r.metric.corrupted)
+                   for r in runs], 0)
+    want = (raw - corrupted.mean()) / (clean.mean() - corrupted.mean())
+    specs = _specs(at)
+    np.testing.assert_allclose(decode(specs["Exact patching of each head"]["data"][0]["z"]), want, atol=1e-4)
+    assert "Attribution patching (estimate)" in specs and "Direct logit attribution per head" not in specs
+    said = " ".join(i.value for i in at.info)
+    assert "minilm is an encoder scored by sentence similarity" in said and "direct logit attribution" in said
+    assert "the split of a head's score" in said and not at.warning and not at.exception
 
 
 def test_ioi_maps_equal_patching_run_pair_by_pair(llama):

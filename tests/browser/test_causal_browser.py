@@ -1,8 +1,9 @@
 """Chromium: the indirect-object task analysed with its accuracy, the patching map beside attribution patching with
 their correlation, direct logit attribution; a click on a head cell moves 'Why it attends' to that head, and a full
 page load of the link keeps the task and the head (on a tiny random Llama from a folder, so the browser's path is
-tested in seconds; the maps' numbers are checked in tests/app/test_causal_page.py). On SmolLM2, your own pair of
-different lengths is a plain message showing both tokenisations."""
+tested in seconds; the maps' numbers are checked in tests/app/test_causal_page.py). On the default MiniLM, sentence
+similarity analysed, and your own pair's reference sentence typed in changes the clean score. On SmolLM2, your own
+pair of different lengths is a plain message showing both tokenisations."""
 from __future__ import annotations
 
 import re
@@ -41,8 +42,8 @@ def tiny_llama(tmp_path_factory) -> str:
     return str(folder)
 
 
-def _open(page, app_server, folder: str | None = None, **params) -> None:
-    model = {"model_choice": "other", "custom_model": folder} if folder else {"model_choice": "smollm2"}
+def _open(page, app_server, folder: str | None = None, model: str = "smollm2", **params) -> None:
+    model = {"model_choice": "other", "custom_model": folder} if folder else {"model_choice": model}
     page.goto(app_server.url + "/causal?" + urlencode({**model, **params}))
     page.wait_for_selector("text=Model and text", timeout=120_000)
     wait_for_app(page, 180)
@@ -118,3 +119,37 @@ def test_your_own_pair_of_different_lengths_is_a_plain_message(page, app_server)
     assert "enormous" in corrupted and "enormous" not in clean
     assert corrupted.count(" | ") > clean.count(" | ") >= 9
     assert page.locator(".js-plotly-plot").count() == 0 and exception_texts(page) == []
+
+
+def _metric(page, label: str) -> str:
+    return page.locator("[data-testid=stMetric]", has_text=label).first.inner_text().split("\n")[-1]
+
+
+def test_an_encoders_sentence_similarity_and_its_own_reference_sentence(page, app_server):
+    _open(page, app_server, model="minilm", ca_pairs=2)
+    assert page.locator(".st-key-ca_task button", has_text="Sentence similarity").count() == 1
+    assert page.locator(".st-key-ca_task button", has_text="Indirect object").count() == 0
+    page.get_by_text("Clean accuracy").first.wait_for()
+    clean, corrupted = (float(_metric(page, f"{w}: cosine similarity")) for w in ("Clean", "Corrupted"))
+    assert -1 <= corrupted < clean <= 1
+    page.get_by_role("button", name="▶ Analyse").click()
+    _analysed(page)
+    exact = np.array(page.evaluate(MAP_JS, "Exact patching of each head"), dtype=float)
+    assert exact.shape == (6, 12) and np.abs(exact).max() > 0.01  # MiniLM: 6 layers of 12 heads
+    page.get_by_role("tab", name="Direct logit attribution").click()
+    page.get_by_text("is an encoder scored by sentence similarity").first.wait_for()
+
+    # your own pair: the reference sentence box, typed into, moves the clean sentence's score
+    page.locator(".st-key-ca_task button", has_text="Your own pair").click()
+    box = page.locator(".st-key-ca_reference input")
+    box.wait_for(timeout=60_000)
+    wait_for_app(page)
+    before = _metric(page, "Clean: cosine similarity")
+    box.fill("A quiet evening at home with a good book.")
+    box.press("Enter")
+    page.wait_for_function("(b) => [...document.querySelectorAll('[data-testid=stMetric]')].some("
+                           "e => e.innerText.startsWith('Clean: cosine') && !e.innerText.endsWith(b))",
+                           arg=before, timeout=60_000)
+    wait_for_app(page)
+    assert url_params(page).get("ca_reference") == "A quiet evening at home with a good book."
+    assert exception_texts(page) == []

@@ -142,6 +142,13 @@ def test_the_candidate_set_and_refusals(monkeypatch):
         ov_circuit(tiny_loaded("gpt2"), 0, 0, [1, 2, 3])
     assert isinstance(qk_circuit(loaded, 0, 0, [1, 2, 3], k=20), Circuit)
     assert len(qk_circuit(loaded, 0, 0, [1, 2, 3], k=20).pairs) == 9  # every pair when k exceeds them
+    import dataclasses
+
+    real = circuits.family_of
+    monkeypatch.setattr(circuits, "family_of", lambda model: dataclasses.replace(real(model), post_norm=True))
+    with pytest.raises(BadInput, match="Token circuits need a norm before each block and plain q·k scores, which a "
+                                       "Llama model does not have"):
+        qk_circuit(loaded, 0, 0, [1, 2, 3])  # as for a causal LM whose norms follow each block (OPT-350m)
 
 
 def test_the_scaling_passed_to_attention_when_the_module_keeps_none():

@@ -42,7 +42,7 @@ def test_the_metric_scores_clean_one_and_corrupted_zero(setup):
     # the whole clean residual stream entering block 0 (its embeddings) restores the clean run
     whole = patching._from_layer(loaded, runs, 0, runs.clean["blocks.0.hook_resid_pre"])
     assert _raw(runs, whole[0]) == pytest.approx(runs.metric.clean, abs=2e-6)
-    with pytest.raises(BadInput, match="same logit difference"):
+    with pytest.raises(BadInput, match="same score"):
         Metric(2.0, 2.0)
 
 
@@ -114,7 +114,10 @@ def test_clean_logits_are_each_clean_runs_last_position(setup):
     np.testing.assert_allclose(got[1], out.logits[0, -1].numpy(), atol=1e-6, rtol=0)
 
 
-def test_encoders_are_refused_with_a_sentence():
-    loaded = tiny_loaded("bert")
-    with pytest.raises(BadInput, match="needs a causal language model"):
-        patching.cache(loaded, ioi(loaded.tokenizer, n_pairs=1).pairs[0])
+def test_a_model_is_refused_a_task_it_cannot_score():
+    encoder, decoder = tiny_loaded("bert"), tiny_loaded("llama")
+    with pytest.raises(BadInput, match="is an encoder, so it has no next-token prediction to score"):
+        patching.cache(encoder, ioi(encoder.tokenizer, n_pairs=1).pairs[0])
+    with pytest.raises(BadInput, match="needs a causal language model such as SmolLM2 .* or a sentence encoder"):
+        patching.require_task(tiny_loaded("t5"))
+    patching.require_task(decoder)  # no pair: the model kind alone is fine
