@@ -18,9 +18,10 @@ from attnviz.ui.page import stop as stop_page
 TASK, PAIRS, GO = "ca_task", "ca_pairs", "ca_go"
 CLEAN, CORRUPTED, ANSWER, WRONG = "ca_clean", "ca_corrupted", "ca_answer", "ca_wrong"
 REFERENCE, SIM_CLEAN, SIM_CORRUPTED = "ca_reference", "ca_sim_clean", "ca_sim_corrupted"  # an encoder's own pair
-QUERY, KEY, PRUNE_MODE = "ca_query", "ca_key", "ca_prune_mode"
+QUERY, KEY, PRUNE_MODE, TAB = "ca_query", "ca_key", "ca_prune_mode", "ca_tab"
+TABS = ("Patching", "Direct logit attribution", "Why it attends", "Pruning curve")
 KEYS = {TASK: str, PAIRS: int, GO: bool, CLEAN: str, CORRUPTED: str, ANSWER: str, WRONG: str, REFERENCE: str,
-        SIM_CLEAN: str, SIM_CORRUPTED: str, QUERY: int, KEY: int, PRUNE_MODE: str}
+        SIM_CLEAN: str, SIM_CORRUPTED: str, QUERY: int, KEY: int, PRUNE_MODE: str, TAB: str}
 JOB, PRUNE_JOB = "ca_job", "ca_prune_job"
 DONE, PRUNED, SPLITS = "_ca_done", "_ca_pruned", "_ca_splits"  # session: (run id, Study), (run id, Curves), {…}
 TASK_TITLES = {"ioi": "Indirect object (IOI)", "induction": "Induction", "greater_than": "Greater-than",

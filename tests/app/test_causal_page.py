@@ -34,7 +34,12 @@ def llama(tmp_path_factory):
     return str(folder), LoadedModel(key="tiny", model=model, tokenizer=tok, facts=model_facts(config, "tiny"))
 
 
-def _specs(at) -> dict:
+def _specs(at, tab: str | None = None) -> dict:
+    """The page's plotly figures by title; with `tab`, after opening that tab (only the open tab runs)."""
+    if tab is not None:
+        at.session_state["ca_tab"] = tab
+        at.run()
+        assert not at.exception, at.exception
     return {s["layout"]["title"]["text"]: s for s in (json.loads(c.proto.spec) for c in at.get("plotly_chart"))}
 
 
@@ -61,10 +66,12 @@ def test_the_default_encoder_analyses_sentence_similarity():
     want = (raw - corrupted.mean()) / (clean.mean() - corrupted.mean())
     specs = _specs(at)
     np.testing.assert_allclose(decode(specs["Exact patching of each head"]["data"][0]["z"]), want, atol=1e-4)
-    assert "Attribution patching (estimate)" in specs and "Direct logit attribution per head" not in specs
+    assert "Attribution patching (estimate)" in specs and not at.info  # only the open tab runs
+    assert not _specs(at, "Direct logit attribution")
     said = " ".join(i.value for i in at.info)
     assert "minilm is an encoder scored by sentence similarity" in said and "direct logit attribution" in said
-    assert "the split of a head's score" in said and not at.warning and not at.exception
+    assert not _specs(at, "Why it attends") and "the split of a head's score" in at.info[0].value
+    assert not at.warning and not at.exception
 
 
 def test_ioi_maps_equal_patching_run_pair_by_pair(llama):
@@ -88,11 +95,14 @@ def test_ioi_maps_equal_patching_run_pair_by_pair(llama):
     specs = _specs(at)
     np.testing.assert_allclose(decode(specs["Exact patching of each head"]["data"][0]["z"]), want, atol=1e-4)
     np.testing.assert_allclose(decode(specs["Attribution patching (estimate)"]["data"][0]["z"]), est, atol=1e-4)
-    np.testing.assert_allclose(decode(specs["Direct logit attribution per head"]["data"][0]["z"]), dla, atol=1e-4)
+    assert "Direct logit attribution per head" not in specs  # only the open tab runs
     r = np.corrcoef(want.ravel(), est.ravel())[0, 1]
     assert f"Attribution vs exact patching, Pearson r = {r:.3f}" in specs
     residual = decode(specs["Residual stream patching (first pair)"]["data"][0]["z"])
     np.testing.assert_allclose(residual, patching.patch_residual(loaded, runs[0]), atol=1e-4)
+    dla_specs = _specs(at, "Direct logit attribution")
+    np.testing.assert_allclose(decode(dla_specs["Direct logit attribution per head"]["data"][0]["z"]), dla, atol=1e-4)
+    assert "Exact patching of each head" not in dla_specs
 
     accuracy = np.mean(clean > 0)
     assert at.metric[0].value == f"{accuracy:.0%}"
@@ -105,6 +115,7 @@ def test_ioi_maps_equal_patching_run_pair_by_pair(llama):
     assert (at.session_state["ca_layer"], at.session_state["ca_head"]) == (layer, head)
     key = max(p for p, t in enumerate(pairs[0].clean) if t == pairs[0].answer)  # the name answered, in the prompt
     split = split_score(loaded, pairs[0].clean, int(layer), int(head), pairs[0].n - 1, key)
+    specs = _specs(at, "Why it attends")
     name = next(t for t in specs if t.startswith(f"L{layer} H{head}:"))
     assert f"score {split.score:.3f}," in name
     top = np.sort(np.abs(split.terms).ravel())[::-1][:12]
@@ -120,6 +131,7 @@ def test_ioi_maps_equal_patching_run_pair_by_pair(llama):
         assert bars["customdata"] == [f"{word([a])!r} → {word([b])!r}" for a, b in top.pairs]
 
     # the pruning curves, zeroing the heads: each line equals the curve computed here from the same map
+    assert not _specs(at, "Pruning curve")  # nothing until it is run
     at.segmented_control(key="ca_prune_mode").set_value("zero").run()
     at.button(key="ca_prune_job_run").click()
     run_until(at, "_ca_pruned")

@@ -79,6 +79,9 @@ def test_ioi_maps_a_clicked_head_and_the_link_after_a_reload(page, app_server, t
     assert np.abs(exact).max() == pytest.approx(abs(exact[layer, head]), abs=1e-9)
     assert value == pytest.approx(exact[layer, head], abs=1e-3)
     page.get_by_role("tab", name="Direct logit attribution").click()
+    wait_plot(page, title="Direct logit attribution per head")  # the tab runs when it opens
+    wait_for_app(page)
+    assert page.locator(".js-plotly-plot").count() == 2  # its two figures alone: heads and MLPs
     dla = np.array(page.evaluate(MAP_JS, "Direct logit attribution per head"), dtype=float)
     assert dla.shape == (N_LAYERS, N_HEADS) and np.abs(dla).max() > 0
 
@@ -94,13 +97,17 @@ def test_ioi_maps_a_clicked_head_and_the_link_after_a_reload(page, app_server, t
     page.get_by_role("tab", name="Why it attends").click()
     assert wait_plot(page, title=f"What L{target[0]} H{target[1]} writes") >= 0
     assert wait_plot(page, title=f"L{target[0]} H{target[1]}:") >= 0
+    wait_for_app(page)  # the link is written as the run ends
     params = url_params(page)
     assert (params.get("layer"), params.get("head"), params.get("ca_task")) == (str(target[0]), str(target[1]), "ioi")
+    assert params.get("ca_tab") == "Why it attends"
+    assert page.locator(".js-plotly-plot").count() == 4  # only the open tab's figures: split, writes, OV, QK
 
-    # a full page load of the link: a new session analyses the same task again on the same head
+    # a full page load of the link: a new session analyses the same task again, on the same head and tab
     page.reload()
     page.wait_for_selector("text=Model and text", timeout=120_000)
-    _analysed(page)
+    assert wait_plot(page, title=f"What L{target[0]} H{target[1]} writes", timeout=240) >= 0
+    wait_for_app(page, 120)
     assert _chosen(page)[:2] == target
     assert page.locator(".st-key-ca_task button[aria-checked=true], .st-key-ca_task button[kind*=Active]",
                         has_text="Indirect object").count() == 1
