@@ -100,7 +100,7 @@ with grid_col:
     show_figure(grid_figure(png, layout, ablated=ablated, selected=(layer, head), attention=attention, tokens=q_tokens,
                             key_tokens=k_tokens),
                 key="hm_grid", name="all-heads", on_select="rerun",
-                selection_mode="points", exports=False)
+                selection_mode="points", exports=False, serve_pictures=True)
 
 # --- one head ---------------------------------------------------------------------------
 BLOCK_NAMES = {"A→A": "sentence A → sentence A", "B→B": "sentence B → sentence B", "A→B": "sentence A → sentence B",

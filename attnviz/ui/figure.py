@@ -1,6 +1,7 @@
 """show_figure: st.plotly_chart with presentation sizing and an export row (PNG, SVG, CSV, HTML)."""
 from __future__ import annotations
 
+import base64
 import re
 
 import streamlit as st
@@ -139,14 +140,47 @@ def _auto_key(fig) -> str:
     return f"fig{n}_{_slug(title)[:40]}"
 
 
+SERVE_ABOVE = 16_384  # characters of an embedded picture above which serve_pictures sends a link instead
+
+
+def served_pictures(fig, key: str):
+    """`fig`, or a copy whose large embedded pictures (image traces with a data-URI PNG source) are files on the
+    app's own media endpoint, drawn as layout images over the same area: a rerun that redraws the figure (a frame
+    moved around a picture that did not change) sends a short link, and the browser reuses the picture it already
+    has (plotly's image trace takes data URIs only; a layout image takes a link). `fig` itself keeps them for the
+    exports. Without a running server (a bare script, AppTest) `fig` is returned."""
+    from streamlit import runtime
+
+    prefix = "data:image/png;base64,"
+    found = [i for i, t in enumerate(fig.data) if t.type == "image" and isinstance(t.source, str)
+             and t.source.startswith(prefix) and len(t.source) > SERVE_ABOVE]
+    if not found or not runtime.exists():
+        return fig
+    sent = copy_figure(fig)
+    files = runtime.get_instance().media_file_mgr
+    for i in found:
+        trace = sent.data[i]
+        png = base64.b64decode(trace.source[len(prefix):])
+        width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")  # the IHDR chunk
+        dx, dy = trace.dx or 1, trace.dy or 1
+        # one file per figure and picture: a new picture at the same place replaces the old one
+        url = files.add(png, "image/png", f"attnviz-picture-{key}-{i}")
+        sent.add_layout_image(source=url, xref=trace.xaxis or "x", yref=trace.yaxis or "y", x=(trace.x0 or 0) - dx / 2,
+                              y=(trace.y0 or 0) - dy / 2, sizex=width * dx, sizey=height * dy, xanchor="left",
+                              yanchor="top", sizing="stretch", layer="below")
+    sent.data = [t for i, t in enumerate(sent.data) if i not in found]
+    return sent
+
+
 def show_figure(fig, key: str | None = None, *, name: str | None = None, exports: bool = True, toolbar: bool = True,
-                **kwargs):
+                serve_pictures: bool = False, **kwargs):
     """The one way to draw a plotly figure; returns what st.plotly_chart returns (the selection with on_select:
     read a clicked head with ui.heads.clicked_head(key)).
 
     In presentation mode fonts and heights grow. Below the figure: downloads of its numbers
     (CSV), an offline HTML page and an SVG; the camera icon saves a PNG in the browser. toolbar=False hides
-    plotly's buttons (the lab pages' figures)."""
+    plotly's buttons (the lab pages' figures). serve_pictures: large pictures in the figure go to the browser
+    as links (see served_pictures), for a figure redrawn often around the same picture."""
     key = key or _auto_key(fig)
     title = fig.layout.title.text if fig.layout.title and fig.layout.title.text else None
     name = _slug(name or title or key)
@@ -162,7 +196,7 @@ def show_figure(fig, key: str | None = None, *, name: str | None = None, exports
         config["displayModeBar"] = False
     config.update(kwargs.pop("config", {}))
     kwargs.setdefault("width", "stretch")
-    event = st.plotly_chart(fig, key=key, config=config, **kwargs)
+    event = st.plotly_chart(served_pictures(fig, key) if serve_pictures else fig, key=key, config=config, **kwargs)
     st.session_state.setdefault(_PAGE_FIGURES, []).append((name, fig))
     if exports and not presenting():
         with st.container(horizontal=True, gap="small"):

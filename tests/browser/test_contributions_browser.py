@@ -19,7 +19,9 @@ def _lens(page, option: str):
 
 
 def _grid_src(page) -> str:
+    """The grid picture's source: its link on the app's media endpoint (a layout image), else its data URI."""
     return page.evaluate("""() => { for (const el of document.querySelectorAll('.js-plotly-plot')) {
+        const pic = (el._fullLayout.images || []).find(i => i.source); if (pic) return pic.source;
         const img = el._fullData.find(t => t.type === 'image'); if (img) return img.source; } return ''; }""")
 
 

@@ -40,10 +40,37 @@ def test_clicking_a_thumbnail_opens_that_head(page, app_server):
     _open(page, app_server)
     grid = wait_plot(page, ytitle="layer")
     # marker centres are in the scatter trace; pick layer 3, head 9
-    xy = page.evaluate("""(i) => { const t = document.querySelectorAll('.js-plotly-plot')[i]._fullData[1];
+    xy = page.evaluate("""(i) => { const t = document.querySelectorAll('.js-plotly-plot')[i]._fullData.find(
+        t => t.customdata && t.customdata.length);
         const k = t.customdata.findIndex(c => c[0] === 3 && c[1] === 9); return [t.x[k], t.y[k]]; }""", grid)
     click_marker(page, grid, xy[0], xy[1])
     page.locator("h3").filter(has_text="Layer 3, head 9").wait_for(timeout=30_000)
+
+
+GRID_PICTURE = """() => { const el = document.querySelector('.st-key-hm_grid .js-plotly-plot');
+    const pic = el && (el._fullLayout.images || [])[0];
+    return pic ? [pic.source, pic.sizex, pic.sizey, el._fullData.some(t => t.type === 'image')] : null; }"""
+
+
+def test_the_grid_picture_is_fetched_once_and_a_head_change_sends_only_its_link(page, app_server):
+    frames = []
+    page.on("websocket", lambda ws: ws.on("framereceived", lambda payload: frames.append(payload)))
+    _open(page, app_server)
+    wait_plot(page, ytitle="layer")
+    source, width, height, image_trace = page.evaluate(GRID_PICTURE)
+    assert source.startswith("/media/") and source.endswith(".png") and not image_trace
+    png = page.request.get(app_server.url + source).body()  # served by the app itself, not embedded
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")) == (width, height)
+    frames.clear()
+    choose(page, "Head", "5")
+    page.locator("h3").filter(has_text="Layer 0, head 5").wait_for()
+    wait_for_app(page)
+    sent = b"".join(f if isinstance(f, bytes) else f.encode() for f in frames)
+    assert page.evaluate(GRID_PICTURE)[0] == source  # the same picture, its red frame moved
+    # the grid's figure again, naming its picture (plotly writes "/" as \u002f), without the picture's bytes
+    assert b"data:image/png" not in sent and source.split("/")[-1].encode() in sent
+    assert len(sent) < 2 * len(png)
 
 
 def test_long_text_renders_512_tokens(page, app_server):
