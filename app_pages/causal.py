@@ -6,7 +6,7 @@ import streamlit as st
 from attnviz.causal import figures as cf
 from attnviz.causal.circuits import N_LOW
 from attnviz.causal.scores import split_score
-from attnviz.causal.study import preview
+from attnviz.causal.study import head_detail, preview
 from attnviz.causal.writes import head_writes
 from attnviz.errors import AttnvizError
 from attnviz.ui import causal as uc
@@ -93,6 +93,27 @@ if patch.open:
         show_figure(cf.layer_bars({"exact": s.mlps, "estimate": s.mlps_estimate}, "Patching each MLP",
                                   "metric (0 = corrupted, 1 = clean)"), key="ca_mlps")
         st.caption("The same score with one block's MLP output (every position) from the clean run.")
+        try:
+            detail = uc.cached("detail", rid, (layer, head), lambda: head_detail(loaded, task, layer, head))
+        except AttnvizError as e:
+            st.warning(str(e))
+        else:
+            left, right = st.columns([3, 1])
+            with left:
+                show_figure(cf.position_bars(detail.by_position, pair.clean_tokens,
+                                             f"L{layer} H{head}: its output patched at one position (first pair)"),
+                            key="ca_positions")
+            right.metric("Every position", f"{detail.whole:.3f}",
+                         help="The head's whole output from the clean run: its cell of the map above.")
+            right.metric("Pattern only", f"{detail.pattern_only:.3f}",
+                         help="The clean run's attention weights of this head over the corrupted run's values.")
+            right.metric("Values only", f"{detail.values_only:.3f}",
+                         help="The corrupted run's weights over the clean run's values (of the key/value head "
+                              "this head reads).")
+            st.caption(f"The head chosen, in parts. Bars: its output taken from the clean run at one position "
+                       f"only. Right, pooled over {len(task.pairs)} pair(s): where it looks (pattern only) against "
+                       "what it reads (values only). A head whose effect comes back with the pattern alone finds "
+                       "the clue by where it attends; one that needs the values moves the clue's content.")
 
 if dla.open:
     with dla:

@@ -189,3 +189,60 @@ def clean_logits(loaded: LoadedModel, pairs) -> np.ndarray:
     """(pairs, vocab): the last position's logits of each pair's clean prompt (for clean accuracy)."""
     require_causal(loaded)
     return np.stack([last_logits(scored_run(loaded, p.clean, p)[0])[0].numpy() for p in pairs])
+
+
+@dataclass(frozen=True)
+class HeadDetail:
+    """One head patched in parts, on the normalised scale: its output at one position at a time, at every
+    position, and its pattern and its values apart."""
+
+    by_position: np.ndarray  # (pos,): the head's output taken from the clean run at that position only
+    whole: float  # at every position (its cell of the layer × head map)
+    pattern_only: float  # the clean run's attention pattern over the corrupted run's values
+    values_only: float  # the corrupted run's pattern over the clean run's values
+    metric: Metric | None = None  # the pair's clean and corrupted scores (None once pooled over pairs)
+
+
+def patch_head_detail(loaded: LoadedModel, pair: Pair, layer: int, head: int) -> HeadDetail:
+    """HeadDetail of head `head` of block `layer` on `pair`: one run of each prompt, then one forward from the
+    block whose rows are the patches (one per position, the whole output, pattern only, values only). Under
+    grouped-query attention the values are the head's shared key/value head's; values only puts the
+    corrupted pattern of this head over them, so the other heads sharing them are untouched."""
+    import torch
+
+    require_task(loaded, pair)
+    n_layers, n_heads = loaded.facts.n_layers, loaded.facts.n_heads
+    if not (0 <= layer < n_layers and 0 <= head < n_heads):
+        raise BadInput(f"Choose a layer below {n_layers} and a head below {n_heads}.")
+    at = f"blocks.{layer}.attn"
+    points = [f"{at}.hook_z", f"{at}.hook_pattern", f"{at}.hook_v", f"blocks.{layer}.hook_resid_pre"]
+    kept = {}
+    for which in ("clean", "corrupted"):
+        _, rec, value = scored_run(loaded, getattr(pair, which), pair, hooks=points, kernel="eager")
+        kept[which] = (dict(rec.acts), float(value[0]))
+    (clean, a), (corrupted, b) = kept["clean"], kept["corrupted"]
+    metric = Metric(a, b)
+    n = pair.n
+    group = n_heads // clean[f"{at}.hook_v"].shape[2]  # query heads per key/value head
+    values_only = corrupted[f"{at}.hook_pattern"][0, head].float() @ clean[f"{at}.hook_v"][0, :, head // group].float()
+    clean_z = clean[f"{at}.hook_z"][0, :, head]  # (n, d_head)
+    rows = n + 3  # n single positions, every position, pattern only, values only
+
+    def put_z(z, point):  # (rows, n, head, d_head)
+        z = z.clone()
+        z[np.arange(n), np.arange(n), head] = clean_z
+        z[n, :, head] = clean_z
+        z[n + 2, :, head] = values_only.to(z.dtype)
+        return z
+
+    def put_pattern(p, point):  # (rows, head, n, n): row n + 1 weighs the corrupted values by the clean pattern
+        p = p.clone()
+        p[n + 1, head] = clean[f"{at}.hook_pattern"][0, head]
+        return p
+
+    resid = corrupted[f"blocks.{layer}.hook_resid_pre"].expand(rows, -1, -1)
+    with torch.inference_mode():
+        out, _ = run_from(loaded, layer, resid, inputs_of(pair.corrupted, rows), kernel="eager",
+                          replace={f"{at}.hook_z": put_z, f"{at}.hook_pattern": put_pattern}, **last_only(loaded))
+    got = metric(score(out, pair)).numpy().astype(np.float64)
+    return HeadDetail(got[:n], float(got[n]), float(got[n + 1]), float(got[n + 2]), metric)

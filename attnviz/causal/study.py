@@ -8,7 +8,8 @@ import numpy as np
 
 from attnviz.causal.attribution import attribution_patching
 from attnviz.causal.dla import direct_attribution
-from attnviz.causal.patching import cache, last_logits, patch_components, patch_residual, require_task, scored_run
+from attnviz.causal.patching import (HeadDetail, cache, last_logits, patch_components, patch_head_detail,
+                                     patch_residual, require_task, scored_run)
 from attnviz.causal.tasks import COSINE, Metric, TaskSet
 from attnviz.progress import CancelFlag, Progress, check, report
 from attnviz.types import LoadedModel
@@ -154,3 +155,12 @@ def study(loaded: LoadedModel, task: TaskSet, progress: Progress | None = None,
                  mlps_estimate=pool(est_mlps, metrics), residual=residual, residual_estimate=estimate.residual,
                  dla_heads=np.mean(dla_heads, 0) if dla_heads else None,
                  dla_mlps=np.mean(dla_mlps, 0) if dla_mlps else None)
+
+
+def head_detail(loaded: LoadedModel, task: TaskSet, layer: int, head: int) -> HeadDetail:
+    """One head patched in parts (patching.patch_head_detail) on every pair: the whole output, pattern only and
+    values only pooled over the pairs as the maps are; by position the first pair's (the pairs' positions need
+    not mean the same)."""
+    parts = [patch_head_detail(loaded, pair, layer, head) for pair in task.pairs]
+    pooled = pool([[d.whole, d.pattern_only, d.values_only] for d in parts], [d.metric for d in parts])
+    return HeadDetail(parts[0].by_position, *(float(v) for v in pooled))

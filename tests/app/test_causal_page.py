@@ -113,6 +113,16 @@ def test_ioi_maps_equal_patching_run_pair_by_pair(llama):
     # the head with the largest |effect| is chosen, its split from the last position to the answer's name
     layer, head = np.unravel_index(int(np.argmax(np.abs(want))), want.shape)
     assert (at.session_state["ca_layer"], at.session_state["ca_head"]) == (layer, head)
+    # the head chosen, in parts: by position on the first pair, whole, pattern only and values only pooled
+    parts = [patching.patch_head_detail(loaded, p, int(layer), int(head)) for p in pairs]
+    bars = _specs(at, "Patching")[f"L{layer} H{head}: its output patched at one position (first pair)"]["data"][0]
+    np.testing.assert_allclose(decode(bars["y"]), parts[0].by_position, atol=1e-5)
+    mean = lambda f: np.mean([d.metric.corrupted + f(d) * (d.metric.clean - d.metric.corrupted) for d in parts])
+    for label, f in (("Every position", lambda d: d.whole), ("Pattern only", lambda d: d.pattern_only),
+                     ("Values only", lambda d: d.values_only)):
+        expected = (mean(f) - corrupted.mean()) / (clean.mean() - corrupted.mean())
+        assert next(m.value for m in at.metric if m.label == label) == f"{expected:.3f}", label
+    assert next(m.value for m in at.metric if m.label == "Every position") == f"{want[layer, head]:.3f}"
     key = max(p for p, t in enumerate(pairs[0].clean) if t == pairs[0].answer)  # the name answered, in the prompt
     split = split_score(loaded, pairs[0].clean, int(layer), int(head), pairs[0].n - 1, key)
     specs = _specs(at, "Why it attends")

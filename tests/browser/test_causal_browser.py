@@ -78,6 +78,13 @@ def test_ioi_maps_a_clicked_head_and_the_link_after_a_reload(page, app_server, t
     layer, head, value = _chosen(page)
     assert np.abs(exact).max() == pytest.approx(abs(exact[layer, head]), abs=1e-9)
     assert value == pytest.approx(exact[layer, head], abs=1e-3)
+    wait_plot(page, title=f"L{layer} H{head}: its output patched at one position")
+    bars = page.evaluate("(t) => { const el = [...document.querySelectorAll('.js-plotly-plot')].find(e => (("
+                         "e._fullLayout.title || {}).text || '').includes(t)); return el ? el._fullData[0].y.length "
+                         ": null; }", f"L{layer} H{head}: its output patched at one position")
+    assert bars == 14  # the head chosen, one bar per position of the first prompt
+    whole = page.locator("[data-testid=stMetric]", has_text="Every position").inner_text().split("\n")[-1]
+    assert float(whole) == pytest.approx(exact[layer, head], abs=1e-3)
     page.get_by_role("tab", name="Direct logit attribution").click()
     wait_plot(page, title="Direct logit attribution per head")  # the tab runs when it opens
     wait_for_app(page)

@@ -121,3 +121,47 @@ def test_a_model_is_refused_a_task_it_cannot_score():
     with pytest.raises(BadInput, match="needs a causal language model such as SmolLM2 .* or a sentence encoder"):
         patching.require_task(tiny_loaded("t5"))
     patching.require_task(decoder)  # no pair: the model kind alone is fine
+
+
+def test_one_head_by_position_and_its_pattern_and_values_apart_equal_forwards_by_hand(setup):
+    loaded, pair, runs = setup
+    layer, head = 1, 3  # the tiny Llama's heads 2 and 3 share a key/value head
+    got = patching.patch_head_detail(loaded, pair, layer, head)
+    at = f"blocks.{layer}.attn"
+    clean_z = runs.clean[f"{at}.hook_z"]
+    for p in range(pair.n):
+        def put(z, point, p=p):
+            z = z.clone()
+            z[:, p, head] = clean_z[:, p, head]
+            return z
+
+        assert _raw(runs, got.by_position[p]) == pytest.approx(_by_hand(loaded, pair, {f"{at}.hook_z": put}), abs=2e-6)
+    assert got.whole == pytest.approx(patching.patch_heads(loaded, runs)[layer, head], abs=1e-6)
+    # pattern only: this head's softmax weights from the clean run, applied by the model to its own (corrupted) values
+    _, clean_rec = run(loaded, patching.inputs_of(pair.clean), hooks=[f"{at}.hook_pattern", f"{at}.hook_v"],
+                       kernel="eager")
+    _, bad_rec = run(loaded, patching.inputs_of(pair.corrupted), hooks=[f"{at}.hook_pattern"], kernel="eager")
+
+    def pattern(w, point):
+        w = w.clone()
+        w[:, head] = clean_rec[f"{at}.hook_pattern"][:, head]
+        return w
+
+    assert _raw(runs, got.pattern_only) == pytest.approx(
+        _by_hand(loaded, pair, {f"{at}.hook_pattern": pattern}), abs=2e-6)
+    # values only: the corrupted weights over the clean values of the head's key/value head (Llama: heads 2 and 3
+    # share key/value head 1; GPT-2: one per head)
+    v = clean_rec[f"{at}.hook_v"][0]  # (n, kv_head, d_head)
+    kv = {"llama": 1, "gpt2": 3}[loaded.key.split("-")[1]]
+    assert v.shape[1] == {"llama": 2, "gpt2": 4}[loaded.key.split("-")[1]]
+    z_values = bad_rec[f"{at}.hook_pattern"][0, head] @ v[:, kv]
+
+    def values(z, point):
+        z = z.clone()
+        z[:, :, head] = z_values
+        return z
+
+    assert _raw(runs, got.values_only) == pytest.approx(_by_hand(loaded, pair, {f"{at}.hook_z": values}), abs=2e-6)
+    assert len({round(v, 6) for v in (got.whole, got.pattern_only, got.values_only)}) == 3  # three different patches
+    with pytest.raises(BadInput, match="head below 4"):
+        patching.patch_head_detail(loaded, pair, 0, 4)
