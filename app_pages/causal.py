@@ -5,6 +5,7 @@ import streamlit as st
 
 from attnviz.causal import figures as cf
 from attnviz.causal.circuits import N_LOW
+from attnviz.causal.dla import by_source
 from attnviz.causal.scores import split_score
 from attnviz.causal.study import head_detail, preview
 from attnviz.causal.writes import head_writes
@@ -132,6 +133,19 @@ if dla.open:
                          help="The rest of the clean logit difference comes from the embeddings and the biases.")
             show_figure(cf.layer_bars({"direct logit attribution": s.dla_mlps}, "Direct logit attribution per MLP",
                                       "logit difference"), key="ca_dla_mlps")
+            try:
+                source = uc.cached("source", rid, (layer, head), lambda: by_source(loaded, pair, layer, head))
+            except AttnvizError as e:
+                st.warning(str(e))
+            else:
+                show_figure(cf.position_bars(source, pair.clean_tokens,
+                                             f"L{layer} H{head}: its direct logit attribution by the position it "
+                                             "reads (first pair)", "key position read",
+                                             "logit difference"), key="ca_dla_source")
+                st.caption(f"The head chosen: its weight on each key times that key's value, through its output "
+                           f"projection and the unembedding (final norm frozen), at the last position of the first "
+                           f"clean prompt. The bars add up to {source.sum():+.3f}, its direct logit attribution on "
+                           "that prompt: a name mover's largest bar stands on the name it copies.")
 
 if why.open:
     with why:

@@ -102,3 +102,26 @@ def direct_attribution(loaded: LoadedModel, pair: Pair, which: str = "clean") ->
                        "difference (its output is not the final norm and unembedding of the residual stream alone), "
                        "so they cannot be shown as its parts.")
     return found
+
+
+def by_source(loaded: LoadedModel, pair: Pair, layer: int, head: int, which: str = "clean") -> np.ndarray:
+    """(pos,): head `head` of block `layer`'s direct logit attribution at the last position of the `which`
+    prompt, split by the position it reads: its weight on that key times that key's value, through its slice of
+    the output projection and the logit direction (final norm's scale frozen). The parts add up to the head's cell
+    of direct_attribution."""
+    import torch
+
+    require_causal(loaded)
+    n_layers, n_heads = loaded.facts.n_layers, loaded.facts.n_heads
+    if not (0 <= layer < n_layers and 0 <= head < n_heads):
+        raise BadInput(f"Choose a layer below {n_layers} and a head below {n_heads}.")
+    at, last = f"blocks.{layer}.attn", f"blocks.{n_layers - 1}.hook_resid_post"
+    _, rec = run(loaded, inputs_of(getattr(pair, which)), hooks=[f"{at}.hook_pattern", f"{at}.hook_v", last],
+                 kernel="eager", **last_only(loaded))
+    with torch.inference_mode():
+        g, _ = logit_direction(loaded, rec[last][0, -1], pair)
+        values = rec[f"{at}.hook_v"][0].double()  # (key, kv_head, d_head)
+        v = values[:, head // (n_heads // values.shape[1])]  # the key/value head this head reads
+        weights = rec[f"{at}.hook_pattern"][0, head, -1].double()  # (key,)
+        w_o = _weight_by_head(module(loaded.model, "out", layer), n_heads)[head].double()  # (d_head, d_model)
+        return ((weights[:, None] * v) @ w_o @ g).numpy()

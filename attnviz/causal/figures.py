@@ -81,15 +81,16 @@ def layer_bars(series: dict, title: str, ytitle: str) -> go.Figure:
     return fig
 
 
-def position_bars(values: np.ndarray, tokens, title: str) -> go.Figure:
+def position_bars(values: np.ndarray, tokens, title: str, xtitle: str = "position patched",
+                  ytitle: str = "metric (0 = corrupted, 1 = clean)") -> go.Figure:
     """One bar per position (pos,), labelled "position: token", blue above zero and red below."""
     labels = [f"{p}: {t}" for p, t in enumerate(tokens)]
     values = np.asarray(values, dtype=float)
     fig = go.Figure(go.Bar(x=labels, y=values, marker_color=["#2166ac" if v >= 0 else "#b2182b" for v in values],
                            hovertemplate="%{x}: %{y:.4f}<extra></extra>"))
     fig.update_layout(title=title, height=320, margin=MARGIN, showlegend=False,
-                      xaxis=dict(title="position patched", type="category", tickangle=-45),
-                      yaxis=dict(title="metric (0 = corrupted, 1 = clean)", zeroline=True))
+                      xaxis=dict(title=xtitle, type="category", tickangle=-45),
+                      yaxis=dict(title=ytitle, zeroline=True))
     return fig
 
 

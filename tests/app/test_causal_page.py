@@ -123,6 +123,13 @@ def test_ioi_maps_equal_patching_run_pair_by_pair(llama):
         expected = (mean(f) - corrupted.mean()) / (clean.mean() - corrupted.mean())
         assert next(m.value for m in at.metric if m.label == label) == f"{expected:.3f}", label
     assert next(m.value for m in at.metric if m.label == "Every position") == f"{want[layer, head]:.3f}"
+    from attnviz.causal.dla import by_source
+
+    source = _specs(at, "Direct logit attribution")[
+        f"L{layer} H{head}: its direct logit attribution by the position it reads (first pair)"]["data"][0]
+    np.testing.assert_allclose(decode(source["y"]), by_source(loaded, pairs[0], int(layer), int(head)), atol=1e-5)
+    assert np.sum(decode(source["y"])) == pytest.approx(direct_attribution(loaded, pairs[0]).heads[layer, head],
+                                                        abs=1e-4)
     key = max(p for p, t in enumerate(pairs[0].clean) if t == pairs[0].answer)  # the name answered, in the prompt
     split = split_score(loaded, pairs[0].clean, int(layer), int(head), pairs[0].n - 1, key)
     specs = _specs(at, "Why it attends")

@@ -88,7 +88,9 @@ def test_ioi_maps_a_clicked_head_and_the_link_after_a_reload(page, app_server, t
     page.get_by_role("tab", name="Direct logit attribution").click()
     wait_plot(page, title="Direct logit attribution per head")  # the tab runs when it opens
     wait_for_app(page)
-    assert page.locator(".js-plotly-plot").count() == 2  # its two figures alone: heads and MLPs
+    wait_plot(page, title=f"L{layer} H{head}: its direct logit attribution by the position it reads")
+    wait_for_app(page)
+    assert page.locator(".js-plotly-plot").count() == 3  # its figures alone: heads, MLPs, the head by position
     dla = np.array(page.evaluate(MAP_JS, "Direct logit attribution per head"), dtype=float)
     assert dla.shape == (N_LAYERS, N_HEADS) and np.abs(dla).max() > 0
 

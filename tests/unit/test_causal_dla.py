@@ -7,6 +7,7 @@ import torch
 
 from attnviz.causal.dla import direct_attribution
 from attnviz.causal.tasks import ioi
+from attnviz.errors import BadInput
 from attnviz.models.adapter import run
 from tests.tiny_models import tiny_loaded
 
@@ -85,3 +86,18 @@ def test_each_heads_part_is_its_own_output_through_the_frozen_norm(case):
         bias_only = keep(-1)
         for h in range(n_heads):
             assert found.heads[i, h] == pytest.approx(read(keep(h) - bias_only), abs=1e-6)
+
+
+def test_a_heads_direct_attribution_split_by_the_position_it_reads():
+    from attnviz.causal.dla import by_source
+
+    loaded = tiny_loaded("llama", seed=3)
+    pair = ioi(loaded.tokenizer, n_pairs=1).pairs[0]
+    whole = direct_attribution(loaded, pair)
+    for layer, head in ((0, 1), (1, 3)):
+        parts = by_source(loaded, pair, layer, head)
+        assert parts.shape == (pair.n,)
+        assert parts.sum() == pytest.approx(whole.heads[layer, head], abs=1e-6)  # through hook_z, read apart
+        assert np.abs(parts).max() > 0 and np.count_nonzero(np.abs(parts) > 1e-12) > 1
+    with pytest.raises(BadInput, match="head below 4"):
+        by_source(loaded, pair, 0, 9)
