@@ -5,9 +5,8 @@ import streamlit as st
 
 from attnviz.causal import figures as cf
 from attnviz.causal.circuits import N_LOW
-from attnviz.causal.dla import by_source
 from attnviz.causal.scores import split_score
-from attnviz.causal.study import head_detail, preview
+from attnviz.causal.study import preview
 from attnviz.causal.writes import head_writes
 from attnviz.errors import AttnvizError
 from attnviz.ui import causal as uc
@@ -94,27 +93,7 @@ if patch.open:
         show_figure(cf.layer_bars({"exact": s.mlps, "estimate": s.mlps_estimate}, "Patching each MLP",
                                   "metric (0 = corrupted, 1 = clean)"), key="ca_mlps")
         st.caption("The same score with one block's MLP output (every position) from the clean run.")
-        try:
-            detail = uc.cached("detail", rid, (layer, head), lambda: head_detail(loaded, task, layer, head))
-        except AttnvizError as e:
-            st.warning(str(e))
-        else:
-            left, right = st.columns([3, 1])
-            with left:
-                show_figure(cf.position_bars(detail.by_position, pair.clean_tokens,
-                                             f"L{layer} H{head}: its output patched at one position (first pair)"),
-                            key="ca_positions")
-            right.metric("Every position", f"{detail.whole:.3f}",
-                         help="The head's whole output from the clean run: its cell of the map above.")
-            right.metric("Pattern only", f"{detail.pattern_only:.3f}",
-                         help="The clean run's attention weights of this head over the corrupted run's values.")
-            right.metric("Values only", f"{detail.values_only:.3f}",
-                         help="The corrupted run's weights over the clean run's values (of the key/value head "
-                              "this head reads).")
-            st.caption(f"The head chosen, in parts. Bars: its output taken from the clean run at one position "
-                       f"only. Right, pooled over {len(task.pairs)} pair(s): where it looks (pattern only) against "
-                       "what it reads (values only). A head whose effect comes back with the pattern alone finds "
-                       "the clue by where it attends; one that needs the values moves the clue's content.")
+        uc.head_in_parts(loaded, task, rid, layer, head)
 
 if dla.open:
     with dla:
@@ -133,19 +112,7 @@ if dla.open:
                          help="The rest of the clean logit difference comes from the embeddings and the biases.")
             show_figure(cf.layer_bars({"direct logit attribution": s.dla_mlps}, "Direct logit attribution per MLP",
                                       "logit difference"), key="ca_dla_mlps")
-            try:
-                source = uc.cached("source", rid, (layer, head), lambda: by_source(loaded, pair, layer, head))
-            except AttnvizError as e:
-                st.warning(str(e))
-            else:
-                show_figure(cf.position_bars(source, pair.clean_tokens,
-                                             f"L{layer} H{head}: its direct logit attribution by the position it "
-                                             "reads (first pair)", "key position read",
-                                             "logit difference"), key="ca_dla_source")
-                st.caption(f"The head chosen: its weight on each key times that key's value, through its output "
-                           f"projection and the unembedding (final norm frozen), at the last position of the first "
-                           f"clean prompt. The bars add up to {source.sum():+.3f}, its direct logit attribution on "
-                           "that prompt: a name mover's largest bar stands on the name it copies.")
+            uc.head_by_source(loaded, pair, rid, layer, head)
 
 if why.open:
     with why:

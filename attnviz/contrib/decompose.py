@@ -20,9 +20,18 @@ Notation, one layer, query i, key j, head h (H heads, d = d_model):
                 + residual:                   ||c|| / (||c|| + ||u_ii + x_i||)
                 + residual + LayerNorm:       ||g_i(c)|| / (||g_i(c)|| + ||g_i(u_ii + x_i)||)  (post-norm only)
 
-Only (query, key) matrices are kept. The (query, key, d) vectors ALTI needs are built a block of
-query rows at a time (CHUNK_BYTES), never for the whole layer; ||u_ij|| comes from each token's
-head Gram matrix f_h(x_j) . f_k(x_j) without building u at all."""
+How ALTI is computed (off the diagonal, where T_i(x_j) = u_ij, in the LayerNorm's scaled space for post-norm):
+with s_i = sign(y_i) (+1 where y_ik = 0),
+  ||y_i||_1 - ||y_i - T||_1 = s_i . T - 2 sum_k max(0, s_ik T_k - |y_ik|)
+exactly, component by component. The first term is linear in T: D_ij = sum_h alpha^h_ij (s_i . f_h(x_j)) comes
+from f_h's rank-d_head factors (values times the head's slice of W_O), a few small GEMMs instead of n^2 d H
+multiply-adds. The second term is nonzero only where T overshoots y_i's component; it is a sum of non-negative
+terms, so float32 keeps it exact relative to the contribution (subtracting two whole L1 norms would not). It
+needs every T_ijk: one GEMM per tile of (key, d, query) values, TILE_BYTES each so that the tile is reduced
+while it is still in cache. The diagonal (T_i(x_i) holds the residual x_i) is computed directly.
+
+Only (query, key) matrices are kept; ||u_ij|| comes from each token's head Gram matrix f_h(x_j) . f_k(x_j)
+without building u at all."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -32,9 +41,11 @@ import numpy as np
 
 from attnviz.types import LayerHeadShape
 
-# One block of u_ij vectors: small enough to stay in cache while it is built, made absolute and
-# summed (4x faster than 50 MB blocks here), big enough for the GEMM (fewer than 8 rows is slow).
-CHUNK_BYTES = 16 * 2**20
+# One tile of T_ijk values (key, d, query): small enough to stay in cache between its GEMM and its three
+# elementwise passes (3 MB: about twice as fast here as 12-16 MB tiles, which spill to memory), big enough that
+# the per-tile overhead stays small. Query rows go up to ROWS a tile (the GEMM is fastest with many).
+TILE_BYTES = 3 * 2**20
+ROWS = 512
 MIXING = ("weights", "value-weighted", "+ residual", "+ residual + LayerNorm")
 BLOCK_PARTS = {
     True: "attention heads summed, the residual connection and the LayerNorm after them (its bias and "
@@ -99,11 +110,12 @@ class Contributions(LayerHeadShape):
 
 
 def _rows_per_chunk(n: int, d: int) -> int:
-    return max(1, min(n, max(8, min(32, CHUNK_BYTES // max(1, n * d * 4)))))
+    return max(1, min(n, ROWS))
 
 
-def layer(parts) -> dict:
-    """Every contribution quantity of one layer (numpy float32 arrays; see the module docstring)."""
+def layer(parts, value_weighted: np.ndarray | None = None) -> dict:
+    """Every contribution quantity of one layer (numpy float32 arrays; see the module docstring).
+    value_weighted: a float32 (head, q, k) array to write the per-head value-weighted attention into."""
     import torch
 
     A, V, W, b, x, y = parts.attention, parts.values, parts.w_out, parts.b_out, parts.x, parts.y
@@ -113,11 +125,14 @@ def layer(parts) -> dict:
     # f_h(x_j): (head, key, d) = values (key, head, d_head) through head h's columns of W_O
     F = torch.bmm(V.permute(1, 0, 2), W.view(d, H, d_head).permute(1, 2, 0))
     fnorm = torch.linalg.vector_norm(F, dim=-1)  # (head, key)
-    vw_head = A * fnorm[:, None, :]  # (head, q, k)
+    out = None if value_weighted is None else torch.from_numpy(value_weighted)
+    vw_head = torch.mul(A, fnorm[:, None, :], out=out)  # (head, q, k)
 
-    received = torch.bmm(A, F).sum(dim=0)  # sum_j u_ij: (q, d)
+    # sum_j u_ij: (q, d), as the model computes it: the heads' outputs side by side through W_O
+    received = torch.bmm(A, V.permute(1, 0, 2)).transpose(0, 1).reshape(n, H * d_head) @ W.T
     diag = torch.diagonal(A, dim1=1, dim2=2)  # (head, n): alpha^h_ii
-    self_u = torch.einsum("hi,hid->id", diag, F)  # u_ii
+    own_values = (V * diag.T[:, :, None]).reshape(n, H * d_head)  # alpha^h_ii values_i^h, heads side by side
+    self_u = own_values @ W.T  # u_ii
     context = received - self_u
     kept = self_u + x  # what i keeps of itself, residual included
 
@@ -147,46 +162,21 @@ def layer(parts) -> dict:
     if post:
         mixing["+ residual + LayerNorm"] = ratio(g(context), g(kept))
 
-    # ||u_ij|| from the Gram matrix of each key's head vectors: (key, head, head)
+    # ||u_ij|| from the Gram matrix of each key's head vectors: (key, head, head); ||u_ij||^2 = a_ij . G_j a_ij
     gram = torch.bmm(F.permute(1, 0, 2), F.permute(1, 2, 0))
-    vw_layer = torch.zeros((n, n), dtype=torch.float32)
-    alti = torch.zeros((n, n), dtype=torch.float32)
-    # ALTI works on the vectors themselves: centre and scale them once, so that a block of u_ij
-    # built from them is already g_i(u_ij) * s_i (post-norm), then compare with s_i * y_i
+    Ak = A.transpose(1, 2).contiguous().transpose(0, 1)  # (key, head, query), a view of per-head transposes
+    vw_layer = torch.sqrt(torch.bmm(gram, Ak).mul_(Ak).sum(1).clamp_min(0)).T.contiguous()  # (q, k)
+    # ALTI works on the vectors themselves: centre and scale them once, so that u_ij built from them is already
+    # g_i(u_ij) * s_i (post-norm), then compare with s_i * y_i
+    Wn = W.view(d, H, d_head).permute(1, 2, 0)  # (head, d_head, d): f_h(x_j) = values_j^h Wn_h
     if post:
-        Fn = (F - F.mean(dim=-1, keepdim=True)) * gamma
+        Wn = (Wn - Wn.mean(dim=-1, keepdim=True)) * gamma
         xn = (x - x.mean(dim=-1, keepdim=True)) * gamma
         # c_ij * s_i = ||s_i y_i||_1 - ||s_i y_i - s_i T_i(x_j)||_1: the row's shares are unchanged by s_i
         target = y * s[:, None]
     else:
-        Fn, xn, target = F, x, y
-    y_abs = target.abs()  # (q, d)
-    Fk = Fn.permute(1, 0, 2).contiguous()  # (key, head, d)
-    Ak = A.permute(2, 1, 0).contiguous()  # (key, query, head): batched over keys, one GEMM per key
-    rows = _rows_per_chunk(n, d)
-    buffer = torch.empty((n, rows, d), dtype=torch.float32)  # reused: fresh memory is slow to first write
-    for start in range(0, n, rows):
-        stop = min(n, start + rows)
-        seen = Ak[:, start:stop].sum(-1) > 0  # (key, r): keys some head of the row attends to
-        attended = seen.any(dim=1).nonzero()
-        # keys after the last attended one give nothing (a causal model's later tokens): skip them
-        k = max(stop, int(attended.max()) + 1 if attended.numel() else 0)
-        a = Ak[:k, start:stop]  # (key, r, head)
-        # ||u_ij||^2 = a_ij . G_j a_ij
-        vw_layer[start:stop, :k] = torch.sqrt((torch.bmm(a, gram[:k]) * a).sum(-1).clamp_min(0)).T
-        # T_i(x_j) - y_i for the block's rows, as (key, r, d), the subtraction fused into the GEMM
-        u = torch.baddbmm(-target[start:stop][None], a, Fk[:k], out=buffer[:k, :stop - start])
-        idx = torch.arange(start, stop)
-        u[idx, idx - start] += xn[start:stop]  # the residual x_i joins u_ii
-        # ||y_i||_1 - ||y_i - T_i(x_j)||_1 is a small difference of two large sums: subtracted component by
-        # component (|y_ik - T_ik| - |y_ik|, exact in float32 when T is small) before summing, so the rounding is
-        # relative to the contribution, not to ||y_i||_1 (two float32 sums put errors of 1e-4 on the shares)
-        gain = u.abs_().sub_(y_abs[start:stop][None]).sum(-1).T.neg_()  # (r, key)
-        c = gain.clamp_min(0)
-        # a key no head attends to gives nothing (exactly: float rounding would leave ~1e-7 on masked keys)
-        c *= seen[:k].T
-        c[idx - start, idx] = gain[idx - start, idx].clamp_min(0)
-        alti[start:stop, :k] = c
+        xn, target = x, y
+    alti = _alti(A, Ak, V, Wn, own_values @ Wn.reshape(H * d_head, d) + xn, target)
     alti = (alti / alti.sum(dim=-1, keepdim=True, dtype=torch.float64).clamp_min(1e-300)).float()  # row shares
     with_res = vw_layer.clone()
     with_res[torch.arange(n), torch.arange(n)] = torch.linalg.vector_norm(kept, dim=-1)
@@ -194,19 +184,69 @@ def layer(parts) -> dict:
                 alti=alti.numpy(), mixing={k: v.numpy() for k, v in mixing.items()}, post_norm=post, error=error)
 
 
+def _alti(A, Ak, V, Wn, kept, target):
+    """Unnormalised ALTI contributions c_ij = max(0, ||y_i||_1 - ||y_i - T_i(x_j)||_1) of one layer: (q, k).
+
+    A (head, q, k) and Ak, the same as (key, head, q); V (key, head, d_head); Wn (head, d_head, d) with
+    f_h(x_j) = V[j, h] @ Wn[h] in the space of target (q, d); kept (q, d) = T_i(x_i), u_ii + x_i in that space."""
+    import torch
+
+    H, n, _ = A.shape
+    d = Wn.shape[-1]
+    Vh = V.permute(1, 0, 2)  # (head, key, d_head)
+    Fn = torch.bmm(Vh, Wn)  # (head, key, d)
+    y_abs = target.abs()
+    sign = torch.where(target >= 0, 1.0, -1.0)
+    # linear part, D_ij = sum_h alpha^h_ij (s_i . f_h(x_j)), through the factors: (head, q, d_head) then (head, q, k)
+    linear = torch.bmm(torch.matmul(sign, Wn.transpose(1, 2)), Vh.transpose(1, 2)).mul_(A).sum(0)
+    # overshoot part, sum_k max(0, s_ik T_ijk - |y_ik|), a tile of keys x all d x a block of query rows at a time
+    over = torch.zeros((n, n), dtype=torch.float32)  # (key, q)
+    Fd = Fn.permute(1, 2, 0).contiguous()  # (key, d, head)
+    neg_t, sign_t = y_abs.neg().T.contiguous(), sign.T.contiguous()  # (d, q)
+    rows = _rows_per_chunk(n, d)
+    keys = max(1, min(n, TILE_BYTES // (rows * d * 4)))
+    tile = torch.empty(keys * d * rows, dtype=torch.float32)  # reused: fresh memory is slow to first write
+    seen = A.sum(0) > 0  # (q, k): keys some head of the row attends to
+    last = torch.where(seen, torch.arange(n), -1).amax(dim=1)  # (q,): each row's last attended key
+    for start in range(0, n, rows):
+        stop = min(n, start + rows)
+        # a key no row of the block attends to gives nothing (a causal model's later tokens), nor does a key block
+        # to rows that attend only to earlier keys (the rows before the first that reaches k0): skip them
+        k = max(stop, int(last[start:stop].max()) + 1)
+        reach = torch.cummax(last[start:stop], dim=0).values
+        for k0 in range(0, k, keys):
+            k1 = min(k, k0 + keys)
+            r0 = min(start + int(torch.searchsorted(reach, k0)), stop - 1)
+            t = tile[:(k1 - k0) * d * (stop - r0)].view(k1 - k0, d, stop - r0)
+            torch.bmm(Fd[k0:k1], Ak[k0:k1, :, r0:stop], out=t)  # T_ijk: (key, d, q)
+            torch.addcmul(neg_t[:, r0:stop], t, sign_t[:, r0:stop], out=t)  # s_ik T_ijk - |y_ik|
+            torch.sum(t.clamp_min_(0), 1, out=over[k0:k1, r0:stop])
+    gain = linear - 2 * over.T
+    # the diagonal directly: T_i(x_i) = u_ii + x_i, subtracted component by component (|y_ik - T_ik| - |y_ik|)
+    idx = torch.arange(n)
+    own = ((target - kept).abs() - y_abs).sum(-1).neg()
+    c = gain.clamp_min(0)
+    # a key no head attends to gives nothing (exactly: float rounding would leave ~1e-7 on masked keys)
+    c *= seen
+    c[idx, idx] = own.clamp_min(0)
+    return c
+
+
 def decompose(layers) -> Contributions:
     """Contributions of every layer from [parts.LayerParts] (one forward's record)."""
     import torch
 
+    # the largest part (layer, head, q, k) is written in place: stacking it would copy 75 MB at 512 tokens
+    value_weighted = np.empty((len(layers), *layers[0].attention.shape), dtype=np.float32)
     with torch.inference_mode():
-        per = [layer(p) for p in layers]
+        per = [layer(p, value_weighted[l]) for l, p in enumerate(layers)]
     names = per[0]["mixing"].keys()
 
     def stacked(key):  # every part is float32 already: one copy
         return np.stack([p[key] for p in per])
 
     return Contributions(
-        value_weighted=stacked("value_weighted"), value_norms=stacked("value_norms"),
+        value_weighted=value_weighted, value_norms=stacked("value_norms"),
         value_layer=stacked("value_layer"), with_residual=stacked("with_residual"), alti=stacked("alti"),
         mixing={k: np.stack([p["mixing"][k] for p in per]) for k in names},
         post_norm=per[0]["post_norm"],

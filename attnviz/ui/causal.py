@@ -298,3 +298,53 @@ def pruning_panel(request: Request, s):
 def prompt_text(loaded: LoadedModel, ids) -> str:
     """A prompt's token ids as text, without special tokens (what the heatmap page is given)."""
     return loaded.tokenizer.decode([int(i) for i in ids], skip_special_tokens=True)
+
+
+def head_in_parts(loaded: LoadedModel, task, rid: str, layer: int, head: int) -> None:
+    """The head chosen, in parts: its output patched one position at a time (first pair) as bars, and its whole
+    output, its pattern only and its values only pooled over the pairs."""
+    from attnviz.causal import figures as cf
+    from attnviz.causal.study import head_detail
+    from attnviz.ui.figure import show_figure
+
+    try:
+        detail = cached("detail", rid, (layer, head), lambda: head_detail(loaded, task, layer, head))
+    except AttnvizError as e:
+        st.warning(str(e))
+        return
+    left, right = st.columns([3, 1])
+    with left:
+        show_figure(cf.position_bars(detail.by_position, task.pairs[0].clean_tokens,
+                                     f"L{layer} H{head}: its output patched at one position (first pair)"),
+                    key="ca_positions")
+    right.metric("Every position", f"{detail.whole:.3f}",
+                 help="The head's whole output from the clean run: its cell of the map above.")
+    right.metric("Pattern only", f"{detail.pattern_only:.3f}",
+                 help="The clean run's attention weights of this head over the corrupted run's values.")
+    right.metric("Values only", f"{detail.values_only:.3f}",
+                 help="The corrupted run's weights over the clean run's values (of the key/value head this head "
+                      "reads).")
+    st.caption(f"The head chosen, in parts. Bars: its output taken from the clean run at one position only. Right, "
+               f"pooled over {len(task.pairs)} pair(s): where it looks (pattern only) against what it reads (values "
+               "only). A head whose effect comes back with the pattern alone finds the clue by where it attends; one "
+               "that needs the values moves the clue's content.")
+
+
+def head_by_source(loaded: LoadedModel, pair, rid: str, layer: int, head: int) -> None:
+    """The head chosen: its direct logit attribution on the first clean prompt split by the key position it reads."""
+    from attnviz.causal import figures as cf
+    from attnviz.causal.dla import by_source
+    from attnviz.ui.figure import show_figure
+
+    try:
+        source = cached("source", rid, (layer, head), lambda: by_source(loaded, pair, layer, head))
+    except AttnvizError as e:
+        st.warning(str(e))
+        return
+    show_figure(cf.position_bars(source, pair.clean_tokens, f"L{layer} H{head}: its direct logit attribution by the "
+                                 "position it reads (first pair)", "key position read", "logit difference"),
+                key="ca_dla_source")
+    st.caption("The head chosen: its weight on each key times that key's value, through its output projection and "
+               "the unembedding (final norm frozen), at the last position of the first clean prompt. The bars add "
+               f"up to {source.sum():+.3f}, its direct logit attribution on that prompt: a name mover's largest bar "
+               "stands on the name it copies.")
