@@ -24,6 +24,7 @@ FIGURE_MODULES = [
     "attnviz.bench.long",  # long_extract_ratio_4096, long_peak_gb_4096, long_head_ms_4096, long_grid_bytes_4096
     "attnviz.bench.atlas",  # atlas_sentences_per_s, atlas_ratio, atlas_query_ms
     "attnviz.bench.rerun",  # heatmap_rerun_ms_512 (a Streamlit server and one websocket session)
+    "attnviz.bench.load",  # smollm2_load_s_first, smollm2_load_s_again (fresh processes, a cache of their own)
 ]
 LOAD_MODULE = "attnviz.bench.classload"  # class_*: a simulated class over websockets; only with --load
 BROWSER_MODULE = "attnviz.bench.browser"  # browser_*: click-to-settled times in Chromium; only with --browser
