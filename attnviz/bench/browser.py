@@ -279,6 +279,8 @@ def _long(b: Browser, n: int, out: dict) -> None:
 def collect(url: str, quick: bool, atlas: bool = False) -> dict[str, float]:
     """Every browser figure, measured against the app served at `url` (atlas: a corpus run is stored where that
     server looks for them)."""
+    from attnviz.models.registry import installed
+
     n = 3 if quick else 7
     out: dict[str, float] = {}
     b = Browser(url)
@@ -301,7 +303,7 @@ def collect(url: str, quick: bool, atlas: bool = False) -> dict[str, float]:
         if atlas:
             _atlas(b, n, out)
         _heatmap(b, long_input(0), 512, n, out, 5)
-        if _smollm2_installed():
+        if installed("smollm2"):
             _long(b, n, out)
     finally:
         b.close()
@@ -312,12 +314,6 @@ def collect(url: str, quick: bool, atlas: bool = False) -> dict[str, float]:
     out["browser_worst_ratio_16"] = max(short) / out["browser_ref_ms"]
     out["browser_worst_ratio_512"] = max(long) / out["browser_ref_ms"]
     return out
-
-
-def _smollm2_installed() -> bool:
-    from attnviz.models.registry import PACKAGED, package_dir
-
-    return package_dir(PACKAGED["smollm2"].package) is not None
 
 
 def figures(quick: bool = False) -> dict[str, float]:

@@ -26,9 +26,9 @@ def _load_seconds(cache: str) -> float:
 
 
 def figures(quick: bool = False) -> dict[str, float]:
-    from attnviz.models.registry import PACKAGED, package_dir
+    from attnviz.models.registry import installed
 
-    if package_dir(PACKAGED["smollm2"].package) is None:
+    if not installed("smollm2"):
         return {}
     with tempfile.TemporaryDirectory(prefix="attnviz-bench-cache-") as cache:
         first = _load_seconds(cache)

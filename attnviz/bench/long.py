@@ -115,9 +115,9 @@ def run_child(n_tokens: int, repeats: int = 1, timeout: float = 1800) -> dict[st
 
 
 def figures(quick: bool = False) -> dict[str, float]:
-    from attnviz.models.registry import PACKAGED, package_dir
+    from attnviz.models.registry import installed
 
-    if package_dir(PACKAGED["smollm2"].package) is None:
+    if not installed("smollm2"):
         return {}  # SmolLM2 is not installed: nothing to measure
     if quick:
         return run_child(1024)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from attnviz.causal.dla import _weight_by_head
-from attnviz.causal.patching import inputs_of, last_only, require_causal
+from attnviz.causal.patching import inputs_of, last_only, require_causal, require_head
 from attnviz.causal.writes import frozen_norm
 from attnviz.errors import BadInput
 from attnviz.models.adapter import run
@@ -39,10 +39,8 @@ def candidate_ids(pairs, vocab: int, n_low: int = N_LOW) -> np.ndarray:
 def _check(loaded: LoadedModel, layer: int, head: int):
     """The family row of `loaded`, or BadInput for a head it does not have or a layout without token circuits."""
     require_causal(loaded)
+    require_head(loaded, layer, head)
     fam = family_of(loaded.model)
-    n_layers, n_heads = loaded.facts.n_layers, loaded.facts.n_heads
-    if not (0 <= layer < n_layers and 0 <= head < n_heads):
-        raise BadInput(f"Choose a layer below {n_layers} and a head below {n_heads}.")
     if fam.post_norm or not fam.plain_scores:
         raise BadInput(f"Token circuits need a norm before each block and plain q·k scores, which a {fam.name} "
                        "model does not have.")

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attnviz.causal.patching import inputs_of, last_logits, last_only, require_causal
+from attnviz.causal.patching import inputs_of, last_logits, last_only, require_causal, require_head
 from attnviz.causal.tasks import Pair, logit_diff
 from attnviz.errors import BadInput
 from attnviz.models.adapter import run
@@ -112,9 +112,8 @@ def by_source(loaded: LoadedModel, pair: Pair, layer: int, head: int, which: str
     import torch
 
     require_causal(loaded)
+    require_head(loaded, layer, head)
     n_layers, n_heads = loaded.facts.n_layers, loaded.facts.n_heads
-    if not (0 <= layer < n_layers and 0 <= head < n_heads):
-        raise BadInput(f"Choose a layer below {n_layers} and a head below {n_heads}.")
     at, last = f"blocks.{layer}.attn", f"blocks.{n_layers - 1}.hook_resid_post"
     _, rec = run(loaded, inputs_of(getattr(pair, which)), hooks=[f"{at}.hook_pattern", f"{at}.hook_v", last],
                  kernel="eager", **last_only(loaded))

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attnviz.causal.tasks import Metric, Pair, score
+from attnviz.causal.tasks import Metric, Pair, score, sentence_embedding
 from attnviz.errors import BadInput
 from attnviz.models.adapter import run, run_from
 from attnviz.types import LoadedModel
@@ -50,6 +50,13 @@ def require_task(loaded: LoadedModel, pair: Pair | None = None) -> None:
         raise BadInput(f"{name} is {what}: choose one of its own tasks.")
 
 
+def require_head(loaded: LoadedModel, layer: int, head: int) -> None:
+    """BadInput unless block `layer` of `loaded` has a head `head`."""
+    n_layers, n_heads = loaded.facts.n_layers, loaded.facts.n_heads
+    if not (0 <= layer < n_layers and 0 <= head < n_heads):
+        raise BadInput(f"Choose a layer below {n_layers} and a head below {n_heads}.")
+
+
 def scored_run(loaded: LoadedModel, ids, pair: Pair, **kwargs):
     """(output, Recording, score (batch,)) of one run of the prompt `ids`, asking for the last position's logits
     only where the model takes that; kwargs go to the adapter's run (hooks, replace, grad)."""
@@ -63,7 +70,7 @@ def sentence_embedder(loaded: LoadedModel):
 
     def embed(text: str) -> tuple:
         out, _ = run(loaded, inputs_of(loaded.tokenizer(text)["input_ids"]))
-        return tuple(out.last_hidden_state[0].float().mean(0).tolist())
+        return tuple(sentence_embedding(out)[0].tolist())
 
     return embed
 
@@ -211,9 +218,8 @@ def patch_head_detail(loaded: LoadedModel, pair: Pair, layer: int, head: int) ->
     import torch
 
     require_task(loaded, pair)
-    n_layers, n_heads = loaded.facts.n_layers, loaded.facts.n_heads
-    if not (0 <= layer < n_layers and 0 <= head < n_heads):
-        raise BadInput(f"Choose a layer below {n_layers} and a head below {n_heads}.")
+    require_head(loaded, layer, head)
+    n_heads = loaded.facts.n_heads
     at = f"blocks.{layer}.attn"
     points = [f"{at}.hook_z", f"{at}.hook_pattern", f"{at}.hook_v", f"blocks.{layer}.hook_resid_pre"]
     kept = {}

@@ -115,7 +115,8 @@ def study(loaded: LoadedModel, task: TaskSet, progress: Progress | None = None,
     pairs = task.pairs
     for pair in pairs:
         require_task(loaded, pair)
-    stages = STAGES if task.measure != COSINE else STAGES[:-1]  # an encoder has no logits to attribute
+    attribute = task.measure != COSINE  # an encoder has no logits to attribute directly
+    stages = STAGES if attribute else STAGES[:-1]
     total = len(pairs) * len(stages) + 1
     metrics, heads, mlps, est_heads, est_mlps, dla_heads, dla_mlps = ([] for _ in range(7))
     first = None
@@ -135,7 +136,7 @@ def study(loaded: LoadedModel, task: TaskSet, progress: Progress | None = None,
         estimate = attribution_patching(loaded, pair, runs)
         est_heads.append(estimate.heads)
         est_mlps.append(estimate.mlps)
-        if len(stages) > 3:
+        if attribute:
             step(3, STAGES[3])
             dla = direct_attribution(loaded, pair)
             dla_heads.append(dla.heads)

@@ -229,7 +229,7 @@ def similarity(tokenizer, embed, n_pairs: int = 8, seed: int = 0) -> TaskSet:
             break
         ref = refs[k % len(refs)]
         other = refs[(k + 1 + int(rng.integers(0, len(refs) - 1))) % len(refs)]
-        word, foil = str(rng.choice(TOPICS[ref])), str(rng.choice(TOPICS[other])),
+        word, foil = str(rng.choice(TOPICS[ref])), str(rng.choice(TOPICS[other]))
         frame = FRAMES[k % len(FRAMES)]
         clean = tokenizer(frame.format(w=word))["input_ids"]
         corrupted = tokenizer(frame.format(w=foil))["input_ids"]
@@ -318,6 +318,12 @@ def logit_diff(logits, pair: Pair):
     return logits[..., pair.answer] - logits[..., pair.wrong]
 
 
+def sentence_embedding(out):
+    """An encoder's output -> (batch, d) float: the mean of its last hidden states over every position, special
+    tokens included (unpadded prompts: the Trust page's mean pooling over the attention mask)."""
+    return out.last_hidden_state.float().mean(1)
+
+
 def score(out, pair: Pair):
     """A model output for a batch of one prompt's runs -> (batch,) float tensor: the logit difference at the last
     position, or for a similarity pair the cosine similarity of the sentence embedding (the mean of the last
@@ -325,7 +331,7 @@ def score(out, pair: Pair):
     import torch
 
     if pair.similarity:
-        pooled = out.last_hidden_state.float().mean(1)  # (batch, d)
+        pooled = sentence_embedding(out)  # (batch, d)
         reference = torch.tensor(pair.reference, dtype=pooled.dtype)
         return torch.nn.functional.cosine_similarity(pooled, reference[None], dim=-1)
     return logit_diff(out.logits[:, -1].float(), pair)

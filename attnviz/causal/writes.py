@@ -7,8 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from attnviz.causal.dla import _weight_by_head
-from attnviz.causal.patching import inputs_of, last_only, require_causal
-from attnviz.errors import BadInput
+from attnviz.causal.patching import inputs_of, last_only, require_causal, require_head
 from attnviz.models.adapter import run
 from attnviz.models.families import family_of, module
 from attnviz.types import LoadedModel
@@ -46,9 +45,8 @@ def head_writes(loaded: LoadedModel, ids, layer: int, head: int, k: int = 10) ->
     import torch
 
     require_causal(loaded)
+    require_head(loaded, layer, head)
     n_layers, n_heads = loaded.facts.n_layers, loaded.facts.n_heads
-    if not (0 <= layer < n_layers and 0 <= head < n_heads):
-        raise BadInput(f"Choose a layer below {n_layers} and a head below {n_heads}.")
     last = f"blocks.{n_layers - 1}.hook_resid_post"
     z_name = f"blocks.{layer}.attn.hook_z"
     _, rec = run(loaded, inputs_of(ids), hooks=[z_name, last], **last_only(loaded))

@@ -48,6 +48,11 @@ def package_dir(package: str) -> Path | None:
     return Path(list(spec.submodule_search_locations)[0])
 
 
+def installed(key: str) -> bool:
+    """Whether the packaged model `key` (a PACKAGED key) is installed."""
+    return package_dir(PACKAGED[key].package) is not None
+
+
 def available_models() -> dict[str, str]:
     """key -> label of every model loadable offline right now."""
     out = {key: spec.label for key, spec in PACKAGED.items() if package_dir(spec.package)}
