@@ -4,9 +4,11 @@ import streamlit as st
 from attnviz.ui import atlas as ui
 from attnviz.ui.page import stop as stop_page
 from attnviz.ui.present import page_intro
+from attnviz.ui.share import bind
 from attnviz.ui.sidebar import model_key, using_trained
 from attnviz.units import count_text
 
+bind({ui.TAB: str})
 page_intro("Head atlas",
     "One sentence shows what a head did once; a corpus shows what it does. Run a corpus through the sidebar's "
     "model and every head's statistics are stored for every sentence (on disk, as Parquet files queried with "
@@ -36,14 +38,9 @@ if atlas is None:
 st.caption(f"{count_text(atlas.n_sentences)} sentences stored · {atlas.n_layers} layers × {atlas.n_heads} heads · "
            + ("words (pieces merged)" if atlas.info.get("words") else "word pieces")
            + f" · the same store `python -m attnviz.atlas --model {key} --out <folder>` writes.")
-tabs = st.tabs(["Every head", "Patterns", "Related heads", "Syntax", "Search"])
-with tabs[0]:
-    ui.heads_view(atlas)
-with tabs[1]:
-    ui.pattern_view(atlas)
-with tabs[2]:
-    ui.related_view(atlas)
-with tabs[3]:
-    ui.syntax_view(atlas)
-with tabs[4]:
-    ui.search_view(atlas)
+# only the open tab runs; it goes into the link
+views = (ui.heads_view, ui.pattern_view, ui.related_view, ui.syntax_view, ui.search_view)
+for tab, view in zip(st.tabs(ui.TABS, key=ui.TAB, on_change="rerun"), views):
+    if tab.open:
+        with tab:
+            view(atlas)

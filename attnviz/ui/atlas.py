@@ -24,6 +24,8 @@ from attnviz.ui.numbers import number_box
 from attnviz.units import count_text
 
 JOB = "at_job"
+TAB = "at_tab"  # the open view of the stored run
+TABS = ("Every head", "Patterns", "Related heads", "Syntax", "Search")
 SOURCES = ("The default corpus", "A file (.txt, .csv, .conllu)")
 
 

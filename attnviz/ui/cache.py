@@ -2,6 +2,8 @@
 features' slow computations. Shared by all sessions: never mutate what a cache_resource returns."""
 from __future__ import annotations
 
+import os
+
 import streamlit as st
 
 import numpy as np
@@ -46,9 +48,14 @@ def settle_collector() -> None:
     atexit.register(gc.unfreeze)
 
 
+# How many attention results the server keeps (all sessions together): each holds layers x heads x n x n float32,
+# 25-45 MB for MiniLM at 300-350 tokens. ATTNVIZ_RESULT_CACHE sets another bound (a server with little memory).
+RESULT_CACHE = max(1, int(os.environ.get("ATTNVIZ_RESULT_CACHE", "16")))
+
+
 # cache_resource, not cache_data: an AttentionResult's arrays are read-only, so sessions can
 # share it without the ~45 ms unpickled copy cache_data makes per hit at 512 tokens.
-@st.cache_resource(max_entries=16, show_spinner=False)
+@st.cache_resource(max_entries=RESULT_CACHE, show_spinner=False)
 def get_result(request: Request) -> AttentionResult:
     """The AttentionResult of a request (shared by all sessions: read-only arrays, never mutate it).
 

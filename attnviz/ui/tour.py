@@ -137,9 +137,15 @@ def _step(page: str, delta: int) -> None:
 def tour(page: str) -> None:
     """The page's tour: a toggle, then (when on) the current step in a box that floats at the bottom of
     the window, Back / Next, and the step's element outlined and scrolled into view."""
-    steps = TOURS.get(page)
-    if not steps:
-        return
+    if TOURS.get(page):
+        _tour(page)
+
+
+@st.fragment
+def _tour(page: str) -> None:
+    """The tour's toggle, box and outline rerun alone: a move through the tour changes nothing else on the page,
+    so the page's figures are neither computed nor sent again."""
+    steps = TOURS[page]
     on = st.toggle("Guided tour", key=f"tour_on_{page}", on_change=_moved, args=(page,),
                    help="One control or figure at a time, outlined in red, with what to do and what to see.")
     if not on:

@@ -146,6 +146,10 @@ def test_focus_top_k_and_profiles(recorded):
     assert f'data-weight="{row[880]:.6f}"' in near and f"880 earlier tokens (weight {row[:880].sum():.3f}" in near
     assert f"868 later tokens (weight {row[1180:].sum():.3f})" in near
     assert whole.count("data-weight=") == 2048 and f'data-weight="{row[0]:.6f}"' in whole
+    assert "lg_topk" not in json.dumps([c.proto.id for c in at.get("plotly_chart")])  # only the open tab runs
+    at.session_state["lg_tab"] = "Top-k lines"
+    at.run()
+    assert not any("data-weight=" in h.proto.body for h in at.get("html"))
     at.number_input(key="lg_k").set_value(2).run()
     at.number_input(key="lg_kspan").set_value(10).run()
     at.number_input(key="lg_kq").set_value(100).run()
@@ -153,10 +157,16 @@ def test_focus_top_k_and_profiles(recorded):
     keys, weights = la.top_k(layer, head, 100, 110, 2)
     assert pts["x"] == [int(k) for k in keys.reshape(-1)]
     np.testing.assert_allclose(_array(pts["marker"]["color"]), weights.reshape(-1), rtol=1e-6)
+    at.session_state["lg_tab"] = "Distance"
+    at.run()
     assert len(_figure(at, "lg_prof_head")["data"]) == 6 and len(_figure(at, "lg_prof_layer")["data"]) == 2
+    at.session_state["lg_tab"] = "Sinks and windows"
+    at.run()
     assert any("no sliding window" in c.value for c in at.caption)
     total = sum(len(c.proto.spec) for c in at.get("plotly_chart"))
     assert total < 3_000_000, total
+    at.session_state["lg_tab"] = "Token focus"  # the module's other tests share this page
+    at.run()
 
 
 def test_sink_experiment_runs_from_the_page(tiny_folder):
@@ -233,9 +243,10 @@ def test_a_short_sidebar_text_records_and_every_view_runs(tiny_folder):
 
 def test_a_link_restores_the_text_source_length_and_pooling(tiny_folder):
     at = open_page(PAGE, query={"model_choice": "other", "custom_model": tiny_folder, "lg_source": BUNDLED,
-                                "lg_len": "1024", "lg_how": "max"})
+                                "lg_len": "1024", "lg_how": "max", "lg_tab": "Distance"})
     assert at.radio(key="lg_source").value == BUNDLED
     assert at.select_slider(key="lg_len").value == 1024
+    assert at.session_state["lg_tab"] == "Distance"
     assert any("the first **1,024** are recorded" in c.value for c in at.caption)
 
 

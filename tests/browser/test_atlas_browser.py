@@ -29,6 +29,7 @@ def test_run_default_corpus_rank_a_pattern_and_open_the_head(page, app_server):
     time.sleep(0.5)
     wait_for_app(page)
     i = wait_plot(page, title="Pattern score · offset -1")
+    assert url_params(page).get("at_tab") == "Patterns"  # the open tab goes into the link
     z = np.asarray(plot_z(page, i), dtype=float)
     layer, head = np.unravel_index(np.nanargmax(z), z.shape)
     assert z[layer, head] > 0.5  # MiniLM has a previous-token head

@@ -3,7 +3,7 @@ positions), opens a head and zooms; the zoomed figure holds the exact weights of
 import numpy as np
 import pytest
 
-from tests.browser.helpers import choose, exception_texts, open_path, set_number, start_job, wait_plot
+from tests.browser.helpers import choose, exception_texts, open_path, set_number, start_job, url_params, wait_plot
 from tests.conftest import wait_for_app
 
 pytestmark = pytest.mark.browser
@@ -48,4 +48,11 @@ def test_record_the_bundled_text_open_a_head_and_zoom(page, app_server, minilm):
     z, x, _ = _zoom(page)
     assert x[0].startswith("0 ")
     np.testing.assert_allclose(z, la.window(3, 5, 300, 332, 0, 32), atol=1e-6)
+    # the views below are tabs: only the open one is drawn, and it goes into the link
+    assert page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot')].filter(e => "
+                         "(e._fullLayout.title.text || '').includes('Attention vs distance')).length") == 0
+    page.get_by_role("tab", name="Distance").click()
+    wait_for_app(page)
+    wait_plot(page, title="Attention vs distance, layer 3")
+    assert url_params(page).get("lg_tab") == "Distance"
     assert exception_texts(page) == []

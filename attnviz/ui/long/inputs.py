@@ -15,7 +15,9 @@ SOURCES = ("The sidebar's text", "A file (.txt, .md)", "Bundled long text (~5,00
 LENGTHS = (512, 1024, 2048, 4096, 8192)
 DENSE_LIMIT = 512  # the dense pages' limit (a model without recorded q/k support stays there)
 BUNDLED = Path(__file__).resolve().parents[3] / "assets" / "long" / "attention-notes.txt"
-KEYS = {"lg_source": str, "lg_len": int, "lg_how": str}  # the page's settings kept in the link
+TAB = "lg_tab"  # the open tab of the views below the head
+TABS = ("Token focus", "Top-k lines", "Distance", "Sinks and windows")
+KEYS = {"lg_source": str, "lg_len": int, "lg_how": str, TAB: str}  # the page's settings kept in the link
 
 
 def model() -> tuple[str, LoadedModel]:
