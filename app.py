@@ -24,6 +24,7 @@ nav = st.navigation(sections, position="top")
 decks.enter(nav.url_path)  # a deck's slide opens as its link does, also when reached without a page load
 page.begin(nav.url_path)
 sidebar.render()
+page.reserve_closing()  # where the run's closing boxes go: the batch export, the deck's box, the link
 decks.slide_bar()  # a deck's slide: previous / next / counter, arrow keys
 share.sync_url(early=True)  # a new page's URL has the model and text before the page has finished
 try:

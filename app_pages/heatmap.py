@@ -3,16 +3,16 @@ import streamlit as st
 
 from attnviz.errors import BadInput
 from attnviz.plotting import PALETTES
-from attnviz.heatmap.figures import focus_figure, heatmap_figure, lines_figure
+from attnviz.heatmap.figures import heatmap_figure
 from attnviz.heatmap.raster import GridLayout, default_thumb
 from attnviz.ui.cache import figure, grid_image
 from attnviz.heatmap.figures import grid_figure
 from attnviz.export import result_npz
 from attnviz.ui.metrics import ablated_heads, ablation_note
-from attnviz.ui.heatmap import focus_notes, head_numbers, shaded_text
+from attnviz.ui.heatmap import head_numbers, token_focus
 from attnviz.ui.figure import show_figure
-from attnviz.ui.heads import clicked_head, head_picker, token_picker
-from attnviz.ui.share import bind, hold
+from attnviz.ui.heads import clicked_head, head_picker
+from attnviz.ui.share import bind
 from attnviz.ui.present import presenting
 from attnviz.ui.page import stop as stop_page
 from attnviz.ui.sidebar import require_result
@@ -140,55 +140,8 @@ with info_col:
     if attention.shape[2] > 160:
         st.caption("Long input: the axes label every few tokens; hover names every token.")
 
-# --- token focus ------------------------------------------------------------------------
-st.subheader("Token focus")
-if not presenting():  # the lecturer says it; the heading stays on the figures' screen
-    st.markdown("Choose a token to see, for every head of this layer, what it attends to (its row) and "
-                "what attends to it (its column).")
-n_q = attention.shape[2]
-# a new text keeps the position if it still exists, else the first word; hidden special tokens are not offered
-focus = token_picker(q_tokens, "hm_focus", default=1 if n_q > 2 else 0,
-                     positions=[i for i in range(n_q) if not (hide and q_special[i])] if hide and not q_special.all() else None)
-layer_heads_ablated = tuple(sorted(h for (l, h) in ablated if l == layer))
-hidden = dict(special_mask=q_special, key_special_mask=k_special, hide_special=hide, renormalise=renorm)
-try:
-    c_out, c_in = st.columns(2)
-    if which == "self":
-        with c_out:
-            show_figure(figure(focus_figure, attention[layer], focus, q_tokens, direction="out", colorscale=palette,
-                               what=what, ablated_heads=layer_heads_ablated, **hidden),
-                        key="hm_focus_out", name=f"layer{layer}-token{focus}-out")
-        with c_in:
-            show_figure(figure(focus_figure, attention[layer], focus, q_tokens, direction="in", colorscale=palette,
-                               what=what, ablated_heads=layer_heads_ablated, **hidden),
-                        key="hm_focus_in", name=f"layer{layer}-token{focus}-in")
-    else:
-        show_figure(figure(focus_figure, attention[layer], focus, k_tokens, direction="out", colorscale=palette,
-                           what=what, ablated_heads=layer_heads_ablated, **hidden),
-                    key="hm_focus_out", name=f"layer{layer}-token{focus}-out")
-except BadInput as e:  # every token is a special one and they are hidden
-    st.warning(str(e))
-    stop_page()
-focus_notes(layer, layer_heads_ablated, hide, renorm)
-if which == "self":  # the focus head as the heatmap shows it: special tokens hidden (rows renormalised) when asked
-    head_view = select_view(attention[layer, head], q_special, hide_special=hide, renormalise=renorm)
-    shaded_text(head_view, q_tokens, focus, f"layer {layer}, {head_name}", what, result.continuation,
-                result.special_mask, hide)
-
-if which == "self" and n_q <= 128 and not presenting():
-    st.markdown(f"**Lines view** (layer {layer}, {head_name}): each token on the left sends lines to the "
-                "tokens it attends to on the right; darker and thicker lines carry more weight. The "
-                "focus token's lines are drawn alone; untick to see every token's."
-                + (" Special tokens are hidden." if hide else ""))
-    hold("hm_lines_focus")
-    st.session_state.setdefault("hm_lines_focus", True)
-    only_focus = st.checkbox("Only the focus token", key="hm_lines_focus")
-    shown = [int(i) for i in head_view.rows]
-    show_figure(figure(lines_figure, head_view.values, [q_tokens[i] for i in shown],
-                       focus=shown.index(focus) if only_focus else None),
-                key="hm_lines", name=f"lines-layer{layer}-head{head}")
-elif which == "self" and not presenting():
-    st.caption("The lines view is drawn for inputs up to 128 tokens.")
+# --- token focus: reruns alone when the token or the lines view changes ---------------------
+token_focus(result, which, layer, head, head_name, palette, what, ablated, hide, renorm)
 
 if not presenting():
     st.download_button("Download every layer and head (.npz)", lambda: result_npz(result),

@@ -197,9 +197,13 @@ def plural(n: int, word: str) -> str:
 
 # ---- adding the current view (sidebar) ----------------------------------------------------------
 
-def _add_view(link: str) -> None:
+def _add_view() -> None:
+    """The button's callback: the view as it is when pressed (a part of the page may have changed it since the
+    box was drawn)."""
+    from attnviz.ui import share
+
     try:
-        slide = dk.slide_from_link(link, st.session_state.get("deck_new_title", ""),
+        slide = dk.slide_from_link(share.view_link(), st.session_state.get("deck_new_title", ""),
                                    st.session_state.get("deck_new_notes", ""))
         set_current(dk.add(current(), slide))
         st.session_state["deck_new_title"] = st.session_state["deck_new_notes"] = ""
@@ -208,16 +212,16 @@ def _add_view(link: str) -> None:
         st.session_state["_deck_added"] = str(e)
 
 
-def add_box(link: str) -> None:
-    """The sidebar's 'Add this view to the deck' box (under the link box)."""
+def add_box() -> None:
+    """The sidebar's 'Add this view to the deck' box (above the link box; drawn where ui.page puts it)."""
     if presenting_deck():
         return
     # a constant label: a new one would make a new expander, closed again after each addition
-    with st.sidebar.expander("Add this view to the deck", icon=":material/slideshow:"):
+    with st.expander("Add this view to the deck", icon=":material/slideshow:"):
         st.text_input("Slide title", key="deck_new_title", placeholder="the page's name")
         st.text_area("Speaker notes", key="deck_new_notes", height=80,
                      help="Shown only in the presenter view (a second tab), never on the slide.")
-        st.button("Add this view", key="deck_add", on_click=_add_view, args=(link,), icon=":material/add:")
+        st.button("Add this view", key="deck_add", on_click=_add_view, icon=":material/add:")
         done = st.session_state.pop("_deck_added", None)
         n = len(current())
         st.caption((done + ". " if done else "") + f"The deck has {plural(n, 'slide')}: the "

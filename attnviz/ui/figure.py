@@ -91,7 +91,7 @@ def _svg(fig, name: str = ""):
         return f"<!-- {e} -->".encode()
 
 
-_COUNTER = "_figure_counter"
+COUNTER = "_figure_counter"
 
 
 _PAGE_FIGURES = "_page_figures"
@@ -100,13 +100,13 @@ _PAGE_FIGURES = "_page_figures"
 def reset_counter() -> None:
     """Called at the start of every run so automatic figure keys are stable across reruns,
     and the list of this run's figures (for the batch export) starts empty."""
-    st.session_state[_COUNTER] = 0
-    st.session_state[_PAGE_FIGURES] = []
+    st.session_state[COUNTER] = 0
+    st.session_state[_PAGE_FIGURES] = {}
 
 
 def page_figures() -> list:
-    """[(name, figure)] shown so far in this run."""
-    return list(st.session_state.get(_PAGE_FIGURES, []))
+    """[(name, figure)] shown so far in this run (a part's rerun replaces its own figures, by key)."""
+    return list(st.session_state.get(_PAGE_FIGURES, {}).values())
 
 
 def _zip_or_note(figs, fmt):
@@ -119,23 +119,22 @@ def _zip_or_note(figs, fmt):
 
 
 def render_batch_export() -> None:
-    """Sidebar button: every figure of this page as PNG (and their numbers) in one .zip,
+    """A button in the sidebar's closing boxes (ui.page): every figure of this page as PNG (and their numbers) in one .zip,
     rendered on the server by kaleido driving the installed Chromium."""
     figs = page_figures()
     if not figs or presenting():
         return
-    with st.sidebar:
-        st.download_button(f"All {len(figs)} figures of this page (.zip)" if len(figs) > 1 else
-                           "The figure of this page (.zip)", lambda: _zip_or_note(figs, "png"),
-                           file_name="attnviz-figures.zip", mime="application/zip", key="batch_export",
-                           on_click="ignore", icon=":material/folder_zip:",
-                           help="PNG images of every figure on this page plus their numbers as CSV, "
-                                "rendered on the server (takes a few seconds).")
+    st.download_button(f"All {len(figs)} figures of this page (.zip)" if len(figs) > 1 else
+                       "The figure of this page (.zip)", lambda: _zip_or_note(figs, "png"),
+                       file_name="attnviz-figures.zip", mime="application/zip", key="batch_export",
+                       on_click="ignore", icon=":material/folder_zip:",
+                       help="PNG images of every figure on this page plus their numbers as CSV, "
+                            "rendered on the server (takes a few seconds).")
 
 
 def _auto_key(fig) -> str:
-    n = st.session_state.get(_COUNTER, 0)
-    st.session_state[_COUNTER] = n + 1
+    n = st.session_state.get(COUNTER, 0)
+    st.session_state[COUNTER] = n + 1
     title = fig.layout.title.text if fig.layout.title and fig.layout.title.text else ""
     return f"fig{n}_{_slug(title)[:40]}"
 
@@ -197,7 +196,7 @@ def show_figure(fig, key: str | None = None, *, name: str | None = None, exports
     config.update(kwargs.pop("config", {}))
     kwargs.setdefault("width", "stretch")
     event = st.plotly_chart(served_pictures(fig, key) if serve_pictures else fig, key=key, config=config, **kwargs)
-    st.session_state.setdefault(_PAGE_FIGURES, []).append((name, fig))
+    st.session_state.setdefault(_PAGE_FIGURES, {})[key] = (name, fig)
     if exports and not presenting():
         with st.container(horizontal=True, gap="small"):
             st.download_button("CSV", lambda: figure_csv(fig), file_name=f"{name}.csv", mime="text/csv",

@@ -1,12 +1,22 @@
-"""The heatmap page's Streamlit parts: the numbers beside one head, and the token focus's notes and shaded text."""
+"""The heatmap page's Streamlit parts: the numbers beside one head, and the token focus (a part of the page that
+reruns alone) with its notes, shaded text and lines view."""
 from __future__ import annotations
 
 import numpy as np
 import streamlit as st
 
+from attnviz.errors import BadInput
+from attnviz.heatmap.figures import focus_figure, lines_figure
 from attnviz.heatmap.text_view import shaded_text_html
-from attnviz.heatmap.views import MatrixView, block_weights
+from attnviz.heatmap.views import MatrixView, block_weights, select_view
+from attnviz.ui.cache import figure
+from attnviz.ui.figure import show_figure
+from attnviz.ui.heads import token_picker
 from attnviz.ui.metrics import ablation_note
+from attnviz.ui.page import part
+from attnviz.ui.page import stop as stop_page
+from attnviz.ui.present import presenting
+from attnviz.ui.share import hold
 
 
 def head_numbers(full: np.ndarray, view: MatrixView, block: str, what: str, key_special: np.ndarray,
@@ -61,3 +71,59 @@ def shaded_text(head_view: MatrixView, tokens, focus: int, where: str, what: str
                f"{col.max():.3f})")
     st.html(shaded_text_html(shown_tokens, col, focus=fi, continuation=cont, special=None if hide else special,
                              what=what))
+
+
+@part
+def token_focus(result, which: str, layer: int, head: int, head_name: str, palette, what: str, ablated,
+                hide: bool, renorm: bool) -> None:
+    """One token across the heads of the chosen layer (what it attends to, what attends to it), the text shaded by
+    the chosen head, and the lines view. A new token or the lines view's checkbox reruns only this part."""
+    attention, q_tokens, k_tokens = result.stack(which)
+    q_special, k_special = result.specials(which)
+    st.subheader("Token focus")
+    if not presenting():  # the lecturer says it; the heading stays on the figures' screen
+        st.markdown("Choose a token to see, for every head of this layer, what it attends to (its row) and "
+                    "what attends to it (its column).")
+    n_q = attention.shape[2]
+    # a new text keeps the position if it still exists, else the first word; hidden special tokens are not offered
+    focus = token_picker(q_tokens, "hm_focus", default=1 if n_q > 2 else 0,
+                         positions=[i for i in range(n_q) if not (hide and q_special[i])] if hide and not q_special.all() else None)
+    layer_heads_ablated = tuple(sorted(h for (l, h) in ablated if l == layer))
+    hidden = dict(special_mask=q_special, key_special_mask=k_special, hide_special=hide, renormalise=renorm)
+    try:
+        c_out, c_in = st.columns(2)
+        if which == "self":
+            with c_out:
+                show_figure(figure(focus_figure, attention[layer], focus, q_tokens, direction="out", colorscale=palette,
+                                   what=what, ablated_heads=layer_heads_ablated, **hidden),
+                            key="hm_focus_out", name=f"layer{layer}-token{focus}-out")
+            with c_in:
+                show_figure(figure(focus_figure, attention[layer], focus, q_tokens, direction="in", colorscale=palette,
+                                   what=what, ablated_heads=layer_heads_ablated, **hidden),
+                            key="hm_focus_in", name=f"layer{layer}-token{focus}-in")
+        else:
+            show_figure(figure(focus_figure, attention[layer], focus, k_tokens, direction="out", colorscale=palette,
+                               what=what, ablated_heads=layer_heads_ablated, **hidden),
+                        key="hm_focus_out", name=f"layer{layer}-token{focus}-out")
+    except BadInput as e:  # every token is a special one and they are hidden
+        st.warning(str(e))
+        stop_page()
+    focus_notes(layer, layer_heads_ablated, hide, renorm)
+    if which == "self":  # the focus head as the heatmap shows it: special tokens hidden (rows renormalised) when asked
+        head_view = select_view(attention[layer, head], q_special, hide_special=hide, renormalise=renorm)
+        shaded_text(head_view, q_tokens, focus, f"layer {layer}, {head_name}", what, result.continuation,
+                    result.special_mask, hide)
+    if which == "self" and n_q <= 128 and not presenting():
+        st.markdown(f"**Lines view** (layer {layer}, {head_name}): each token on the left sends lines to the "
+                    "tokens it attends to on the right; darker and thicker lines carry more weight. The "
+                    "focus token's lines are drawn alone; untick to see every token's."
+                    + (" Special tokens are hidden." if hide else ""))
+        hold("hm_lines_focus")
+        st.session_state.setdefault("hm_lines_focus", True)
+        only_focus = st.checkbox("Only the focus token", key="hm_lines_focus")
+        shown = [int(i) for i in head_view.rows]
+        show_figure(figure(lines_figure, head_view.values, [q_tokens[i] for i in shown],
+                           focus=shown.index(focus) if only_focus else None),
+                    key="hm_lines", name=f"lines-layer{layer}-head{head}")
+    elif which == "self" and not presenting():
+        st.caption("The lines view is drawn for inputs up to 128 tokens.")

@@ -1,12 +1,22 @@
 """A page run's life-cycle, around app.py's nav.run(): begin (link values, presentation), end and
-stop (the URL, the "Link to this view" box and the page's batch export)."""
+stop (the URL, the "Link to this view" box and the page's batch export), and the parts of a page that rerun
+alone (`part`)."""
 from __future__ import annotations
+
+import functools
 
 import streamlit as st
 
 from attnviz.ui import share
-from attnviz.ui.figure import render_batch_export, reset_counter
+from attnviz.ui.figure import COUNTER, render_batch_export, reset_counter
 from attnviz.ui.present import apply_presentation
+
+# The sidebar's closing boxes are drawn at the end of a run: the deck's "Add this view" into DECK_SLOT, then the batch
+# export and "Link to this view" into SLOT (sidebar containers made after the sidebar's controls). A part reserves
+# HOLDER in SLOT, so that its own reruns draw those two again in place; the deck's box reads the view when pressed.
+# FULL is true from a full run's start until its end.
+DECK_SLOT, SLOT, HOLDER, FULL = "_closing_deck", "_closing_slot", "_closing_holder", "_full_run"
+PARTS = "_part_counters"  # each part's first automatic figure number in the last full run
 
 
 def begin(page: str) -> None:
@@ -15,27 +25,47 @@ def begin(page: str) -> None:
     share.start_run(page)
     reset_counter()
     apply_presentation()
+    st.session_state[FULL] = True
+    st.session_state.pop(HOLDER, None)
+    st.session_state.setdefault(PARTS, {})
+
+
+def reserve_closing() -> None:
+    """Called by app.py after the sidebar's controls: where the closing boxes go."""
+    st.session_state[DECK_SLOT] = st.sidebar.container()
+    st.session_state[SLOT] = st.sidebar.container()
 
 
 def end() -> None:
-    """Called by app.py after every run, also after st.stop(): the URL and the link box."""
+    """Called by app.py after every run, also after st.stop(), and by a part after its own reruns: the URL and the
+    link box."""
     share.sync_url()
     render_link()
+    st.session_state[FULL] = False
 
 
 def render_link() -> None:
-    """A 'link to this view' box at the bottom of the sidebar (the code box has a copy button),
-    and the batch export of the page's figures."""
-    render_batch_export()
+    """The deck's 'Add this view' box (on a full run), the batch export of the page's figures and a 'link to this
+    view' box (the code box has a copy button) at the bottom of the sidebar."""
     from attnviz.ui.decks import add_box
 
-    add_box(share.view_link())
-    with st.sidebar:
+    if st.session_state.get(FULL, True):
+        with _container(DECK_SLOT):
+            add_box()
+    holder = st.session_state.get(HOLDER)
+    with _container(SLOT) if holder is None else holder:
+        render_batch_export()
         with st.expander("Link to this view", icon=":material/link:"):
             st.code(share.share_link(), language=None, wrap_lines=True)
             st.caption("Copy it with the button at the box's top right. Opening it restores the model, "
                        "text, page, head and this page's main settings."
                        + (" The text is too long to fit in a link." if len(st.session_state.get("text", "")) > share.MAX_TEXT_IN_URL else ""))
+
+
+def _container(key: str):
+    """The sidebar container reserved under `key` in this run, or the sidebar itself."""
+    found = st.session_state.get(key)
+    return st.sidebar if found is None else found
 
 
 def stop() -> None:
@@ -47,3 +77,29 @@ def stop() -> None:
     st.stop()
 
 
+
+
+def part(body):
+    """A part of a page that reruns alone when one of its own widgets changes (st.fragment): the rest of the page
+    is neither run nor sent again. Its reruns keep the URL, the link box, the deck's "Add this view" and the batch
+    export current, as a full run's end does. Figures inside it need explicit keys (or keep the numbering they had
+    in the last full run)."""
+    name = f"{body.__module__}.{body.__qualname__}"
+
+    @st.fragment
+    @functools.wraps(body)
+    def run(*args, **kwargs):
+        full = st.session_state.get(FULL, True)
+        counters = st.session_state.setdefault(PARTS, {})
+        if full:
+            counters[name] = st.session_state.get(COUNTER, 0)
+        else:  # the automatic figure keys continue from where the part began in the full run
+            st.session_state[COUNTER] = counters.get(name, 0)
+        slot = st.session_state.get(SLOT)
+        if slot is not None:  # written on every run, so that its own reruns may fill it
+            with slot:
+                st.session_state[HOLDER] = st.container()
+        body(*args, **kwargs)
+        if not full:
+            end()
+    return run

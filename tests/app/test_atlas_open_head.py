@@ -27,7 +27,7 @@ def stored(minilm):
 
 def _open(stored):
     folder, typical = stored
-    at = open_page("app_pages/atlas.py", at_store=folder, at_related_head=(2, 3), text=MINE, words=False,
+    at = open_page("app_pages/atlas.py", at_store=folder, at_tab="Related heads", at_related_head=(2, 3), text=MINE, words=False,
                    use_pair=True, text_pair="A second sentence.")
     at.button(key="at_open_related").click().run()
     assert not at.exception, at.exception

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from tests.browser.helpers import choose, click_marker, plot_z, wait_plot
+from tests.browser.helpers import choose, click_marker, plot_z, url_params, wait_plot
 from tests.conftest import wait_for_app
 
 pytestmark = pytest.mark.browser
@@ -100,3 +100,57 @@ def test_text_view_follows_the_focus_token(page, app_server, minilm):
     np.testing.assert_allclose(shown(), r.attention[0, 0, 4], atol=1e-5)
     title = page.locator(".attnviz-text").first.locator("span").nth(4).get_attribute("title")
     assert title == f"on (4): weight {r.attention[0, 0, 4, 4]:.4f}"
+
+
+SIDEBAR_LINK = """() => [...document.querySelectorAll('[data-testid="stSidebar"] [data-testid="stCode"] code')]
+    .map(e => e.textContent).join(' ')"""
+
+
+def test_a_new_focus_token_reruns_only_its_part_and_the_link_and_deck_box_follow(page, app_server, minilm):
+    """The token focus reruns alone: its figures and text are sent again, the grid and the head's heatmap are not;
+    the URL, the sidebar's link and "Add this view" name the new token all the same, and a full run later keeps it."""
+    from attnviz.extract import extract
+
+    frames = []
+    page.on("websocket", lambda ws: ws.on("framereceived", lambda payload: frames.append(payload)))
+    _open(page, app_server)
+    r = extract(minilm, "The cat sat on the mat because it was tired.")
+    wait_plot(page, ytitle="layer")
+    assert "hm_focus=1" in page.evaluate(SIDEBAR_LINK)
+    link_box = page.locator('[data-testid="stSidebar"] [data-testid="stExpander"]', has_text="Link to this view")
+    link_box.first.get_by_text("Link to this view").click()  # open: it stays open while the part reruns
+    link_box.first.locator('[data-testid="stCode"]').wait_for(state="visible")
+    frames.clear()
+    choose(page, "Token", "4: on")
+    wait_for_app(page)
+    sent = b"".join(f if isinstance(f, bytes) else f.encode() for f in frames)
+    assert b"hm_focus_out" in sent and b"hm_focus_in" in sent  # this part's figures
+    assert b"hm_heatmap" not in sent and b"hm_grid" not in sent  # not the rest of the page
+    shown = np.array([float(w) for w in page.locator(".attnviz-text").first.locator("span").evaluate_all(
+        "els => els.map(e => e.dataset.weight)")])
+    np.testing.assert_allclose(shown, r.attention[0, 0, 4], atol=1e-5)
+    assert url_params(page)["hm_focus"] == "4"
+    assert "hm_focus=4" in page.evaluate(SIDEBAR_LINK)
+    assert link_box.count() == 1 and link_box.first.locator('[data-testid="stCode"]').is_visible()
+    # the deck's box adds this view with the new token
+    box = page.locator('[data-testid="stSidebar"] [data-testid="stExpander"]', has_text="Add this view to the deck")
+    box.first.click()
+    box.first.get_by_label("Slide title").fill("The token on")
+    box.first.get_by_role("button", name="Add this view").click()
+    wait_for_app(page)
+    page.get_by_text("Added slide 1: The token on").first.wait_for(timeout=60_000)
+    import json
+
+    from attnviz.decks import store
+
+    newest = store.recent(1)[0]  # the working copy the server wrote (this worker's deck folder)
+    slides = json.loads(store.path(newest.deck_id).read_text(encoding="utf-8"))["slides"]
+    assert slides[-1]["title"] == "The token on" and slides[-1]["params"]["hm_focus"] == "4", slides[-1]
+
+    # a full run (another head) keeps the token, and the sidebar still has one link box
+    choose(page, "Head", "3")
+    page.locator("h3").filter(has_text="Layer 0, head 3").wait_for()
+    wait_for_app(page)
+    assert url_params(page)["hm_focus"] == "4" and url_params(page)["head"] == "3"
+    assert page.locator('[data-testid="stSidebar"] [data-testid="stExpander"]', has_text="Link to this view").count() == 1
+    assert "hm_focus=4" in page.evaluate(SIDEBAR_LINK) and "head=3" in page.evaluate(SIDEBAR_LINK)
