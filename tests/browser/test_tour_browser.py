@@ -67,10 +67,11 @@ def test_every_tour_step_outlines_its_element(page, app_server, present):
             p = _wait_in_view(page, key, name)
             assert _in_view(p), (name, key, p)  # the outlined element was brought into view
             assert _box_on_screen(p), (name, key, p)
-            page.evaluate(TO_BOTTOM)
-            time.sleep(0.2)
-            p = page.evaluate(PLACES, [key, name])
-            assert _box_on_screen(p), (name, key, "after scrolling to the bottom", p)
+            if i == 0:  # the box is fixed to the window: it stays on screen wherever the page is scrolled
+                page.evaluate(TO_BOTTOM)
+                time.sleep(0.2)
+                p = page.evaluate(PLACES, [key, name])
+                assert _box_on_screen(p), (name, key, "after scrolling to the bottom", p)
             if i + 1 < len(TOURS[name]):
                 page.locator(f".st-key-tour_next_{name} button").click()
                 page.get_by_text(f"step {i + 2} of {len(TOURS[name])}").first.wait_for(timeout=30_000)

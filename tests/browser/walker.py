@@ -38,7 +38,7 @@ class WalkMode:
 
 
 REDUCED = WalkMode("reduced", max_options=2, multiselect_adds=1, flip_back=False, depth=1,
-                   page_budget=10.0, job_wait=8.0, settle=0.6, interaction_timeout=90.0, away_and_back=False)
+                   page_budget=7.0, job_wait=8.0, settle=0.6, interaction_timeout=90.0, away_and_back=False)
 FULL = WalkMode("full", max_options=6, multiselect_adds=2, flip_back=True, depth=2,
                 page_budget=240.0, job_wait=60.0, settle=0.8, interaction_timeout=180.0, away_and_back=True)
 
