@@ -8,7 +8,7 @@ import time
 import pytest
 
 from tests.browser.helpers import exception_texts, nav_to
-from tests.conftest import wait_for_app
+from tests.conftest import CONTEXT, wait_for_app
 
 pytestmark = pytest.mark.browser
 
@@ -52,7 +52,7 @@ def test_present_the_shipped_deck_with_the_keyboard(browser, app_server):
     is still opening) move two slides, a press during a rerun of the slide counts, Page Down / Page Up
     (a clicker) and Home work, and the End key comes back to the Deck page. The presenter view follows
     with its clock; the sidebar is folded away while presenting and back after End."""
-    context = browser.new_context(viewport=PROJECTOR)
+    context = browser.new_context(viewport=PROJECTOR, **CONTEXT)
     page = context.new_page()
     page.set_default_timeout(120_000)
     try:
@@ -101,7 +101,7 @@ def test_presenting_keeps_the_deck_and_its_unsaved_edits(browser, app_server):
     """Open the shipped deck, rename it and add a view (17 slides), present, step, End: the deck page
     still has all 17 slides and the new title, says where the deck is kept, and a page reload, a slide's
     link opened in another browser and its End all bring the same deck back."""
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context = browser.new_context(viewport={"width": 1400, "height": 1000}, **CONTEXT)
     page = context.new_page()
     page.set_default_timeout(120_000)
     try:
@@ -140,7 +140,7 @@ def test_presenting_keeps_the_deck_and_its_unsaved_edits(browser, app_server):
         page.reload()
         same_deck(page)
 
-        other = browser.new_context(viewport=PROJECTOR).new_page()  # another browser: nothing in common but the link
+        other = browser.new_context(viewport=PROJECTOR, **CONTEXT).new_page()  # another browser: nothing in common but the link
         other.set_default_timeout(120_000)
         try:
             other.goto(slide_url)

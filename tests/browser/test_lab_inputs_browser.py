@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tests.browser.helpers import plot_z, wait_plot
-from tests.conftest import wait_for_app
+from tests.conftest import CONTEXT, wait_for_app
 
 pytestmark = pytest.mark.browser
 
@@ -75,7 +75,7 @@ def test_temperature_bad_matrix_warning_is_visible_with_the_editor_closed(page, 
 def test_grouped_bar_labels_do_not_touch_on_a_narrow_screen(browser, app_server):
     """Quiz page, 'Forgetting the causal mask': t6 moves by the same amount with and without the
     mask; at 480 px the two value labels used to touch and read '3.3673.367'."""
-    context = browser.new_context(viewport={"width": 480, "height": 900})
+    context = browser.new_context(viewport={"width": 480, "height": 900}, **CONTEXT)
     page = context.new_page()
     try:
         page.goto(app_server.url + "/lab_quiz")

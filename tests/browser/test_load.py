@@ -14,7 +14,7 @@ from urllib.parse import urlencode
 import numpy as np
 import pytest
 
-from tests.conftest import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, served
+from tests.conftest import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, CONTEXT, served
 
 pytestmark = pytest.mark.browser
 
@@ -76,7 +76,7 @@ def heatmap_url(base: str, text: str, layer: int, head: int) -> str:
 
 async def session(browser, name: str, url: str, action=None) -> dict:
     """One browser context = one Streamlit session; returns what it saw."""
-    ctx = await browser.new_context(viewport={"width": 1280, "height": 900})
+    ctx = await browser.new_context(viewport={"width": 1280, "height": 900}, **CONTEXT)
     page = await ctx.new_page()
     page.set_default_timeout(210_000)
     t0 = time.perf_counter()
@@ -87,9 +87,9 @@ async def session(browser, name: str, url: str, action=None) -> dict:
         await idle(page)
         if action is not None:
             out.update(await action(page) or {})
-        else:  # every other page of the test draws at least one figure
-            await page.locator(".js-plotly-plot").first.wait_for(state="attached")  # tabs hide some figures
-            out["figures"] = await page.locator(".js-plotly-plot").count()
+        else:  # every other page of the test draws at least one figure or table (Complexity opens on its table)
+            await page.locator('.js-plotly-plot, [data-testid="stDataFrame"]').first.wait_for(state="attached")
+            out["figures"] = await page.locator('.js-plotly-plot, [data-testid="stDataFrame"]').count()
         await idle(page)
         out["errors"] = [await e.inner_text() for e in await page.locator(ERRORS).all()]
         out["seconds"] = round(time.perf_counter() - t0, 1)
@@ -209,7 +209,7 @@ def test_memory_stays_flat_over_many_texts(small_cache_server, chromium_present)
 
         async with async_playwright() as p:
             browser = await p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-            ctx = await browser.new_context(viewport={"width": 1280, "height": 900})
+            ctx = await browser.new_context(viewport={"width": 1280, "height": 900}, **CONTEXT)
             page = await ctx.new_page()
             page.set_default_timeout(120_000)
             await page.goto(f"{load_server.url}/heatmap")

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from tests.browser.helpers import exception_texts
-from tests.conftest import ARTIFACTS, wait_for_app
+from tests.conftest import ARTIFACTS, CONTEXT, wait_for_app
 
 pytestmark = pytest.mark.browser
 
@@ -177,7 +177,7 @@ def test_every_shipped_slide_opens_on_its_figure_at_1280x720(browser, app_server
     turn with the arrow key. Each opens on its first figure, at least 240 px of it (all of a shorter one)
     on the first screen, under a bar naming the slide; the page's title, explanation and controls are
     folded away and the bar's "Title and controls" brings them back. Screenshots in test-artifacts."""
-    context = browser.new_context(viewport=VIEW)
+    context = browser.new_context(viewport=VIEW, **CONTEXT)
     page = context.new_page()
     page.set_default_timeout(120_000)
     out = ARTIFACTS / "deck-1280x720"

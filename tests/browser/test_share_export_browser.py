@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tests.browser.helpers import plot_z, wait_plot
-from tests.conftest import wait_for_app
+from tests.conftest import CONTEXT, wait_for_app
 
 pytestmark = pytest.mark.browser
 
@@ -38,7 +38,7 @@ def test_exports_csv_html_svg(page, app_server, browser, tmp_path):
         page.get_by_role("button", name="HTML").first.click()
     html_path = tmp_path / "fig.html"
     html_path.write_bytes(open(info.value.path(), "rb").read())
-    offline = browser.new_context(offline=True)
+    offline = browser.new_context(offline=True, **CONTEXT)
     try:
         p2 = offline.new_page()
         p2.goto(html_path.as_uri())

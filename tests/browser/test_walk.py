@@ -14,7 +14,7 @@ import time
 import pytest
 
 from tests.browser.walker import Walker, app_pages, mode_from_env
-from tests.conftest import ARTIFACTS
+from tests.conftest import ARTIFACTS, CONTEXT
 
 pytestmark = pytest.mark.browser
 
@@ -38,7 +38,7 @@ def test_the_shards_cover_every_page_once():
 def test_walk_every_page(browser, app_server, shard):
     mode = mode_from_env()
     titles = shard_titles(shard)
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context = browser.new_context(viewport={"width": 1400, "height": 1000}, **CONTEXT)
     page = context.new_page()
     page.set_default_timeout(30_000)
     # the worker's server: the walker reads its log from where it stands now, so only the walk's tracebacks count
