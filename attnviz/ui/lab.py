@@ -134,8 +134,10 @@ def stop_page(page_file: str) -> None:
     """Stop a lab page after a plain message, keeping the lecture links, the URL and the share link.
 
     After st.stop() Streamlit drops every later command, including app.py's closing URL sync and
-    'Link to this view' box, so they are done here first."""
+    'Link to this view' box, so they are done here first. In a part's own rerun (ui.page.part) the lecture links
+    drawn by the last full run below the part are still there."""
     from attnviz.ui import page
 
-    lecture_nav(page_file)
+    if st.session_state.get(page.FULL, True):
+        lecture_nav(page_file)
     page.stop()

@@ -25,3 +25,29 @@ def test_lower_temperature_sharpens(app_server, page):
         assert max(r_after) > max(r_before)  # every row sharpens
     assert max(after[0]) > 0.99 and max(after[2]) > 0.99
     assert after[1][0] == pytest.approx(0.5, abs=1e-3)  # row 2's tie stays shared
+
+
+@pytest.mark.browser
+def test_the_temperature_lab_reruns_alone_and_the_link_follows(app_server, page):
+    """The lab below its header is a part of the page: the slider reruns it without the sidebar, and the URL and the
+    sidebar's link name the new temperature all the same."""
+    frames = []
+    page.on("websocket", lambda ws: ws.on("framereceived", lambda payload: frames.append(payload)))
+    page.goto(app_server.url + "/lab_temperature")
+    wait_for_app(page)
+    page.get_by_text("Attention returns (weighted lifespan)").wait_for()
+    code = """() => [...document.querySelectorAll('[data-testid="stSidebar"] [data-testid="stCode"] code')]
+        .map(e => e.textContent).join(' ')"""
+    assert "temp_T=1.0" in page.evaluate(code)
+    frames.clear()
+    thumb = page.locator('.st-key-temp_T input[type="range"]').first
+    thumb.focus()
+    page.keyboard.press("ArrowLeft")  # one notch: T = 1.0 -> 0.79
+    page.wait_for_function("() => new URL(location.href).searchParams.get('temp_T') === '0.79'", timeout=30_000)
+    wait_for_app(page)
+    sent = b"".join(f if isinstance(f, bytes) else f.encode() for f in frames)
+    assert b"temp_fig_weights" in sent
+    assert b"Model and text" not in sent  # the sidebar's controls were not sent again
+    assert "temp_T=0.79" in page.evaluate(code)
+    assert page.get_by_text("The worked example at T = 0.79").count() == 1
+    assert page.locator('[data-testid="stSidebar"] [data-testid="stExpander"]', has_text="Link to this view").count() == 1
