@@ -83,7 +83,7 @@ def part(body):
     """A part of a page that reruns alone when one of its own widgets changes (st.fragment): the rest of the page
     is neither run nor sent again. Its reruns keep the URL, the link box, the deck's "Add this view" and the batch
     export current, as a full run's end does. Figures inside it need explicit keys (or keep the numbering they had
-    in the last full run)."""
+    in the last full run). One part per page: the closing boxes have one place to be redrawn in."""
     name = f"{body.__module__}.{body.__qualname__}"
 
     @st.fragment
