@@ -2,6 +2,7 @@
 import streamlit as st
 
 from attnviz.ui import atlas as ui
+from attnviz.ui.page import lazy_tabs
 from attnviz.ui.page import stop as stop_page
 from attnviz.ui.present import page_intro
 from attnviz.ui.share import bind
@@ -38,9 +39,4 @@ if atlas is None:
 st.caption(f"{count_text(atlas.n_sentences)} sentences stored · {atlas.n_layers} layers × {atlas.n_heads} heads · "
            + ("words (pieces merged)" if atlas.info.get("words") else "word pieces")
            + f" · the same store `python -m attnviz.atlas --model {key} --out <folder>` writes.")
-# only the open tab runs; it goes into the link
-views = (ui.heads_view, ui.pattern_view, ui.related_view, ui.syntax_view, ui.search_view)
-for tab, view in zip(st.tabs(ui.TABS, key=ui.TAB, on_change="rerun"), views):
-    if tab.open:
-        with tab:
-            view(atlas)
+lazy_tabs(ui.TABS, ui.TAB, (ui.heads_view, ui.pattern_view, ui.related_view, ui.syntax_view, ui.search_view), atlas)

@@ -14,6 +14,7 @@ from attnviz.ui.figure import show_figure
 from attnviz.ui.heads import clicked_head, head_picker
 from attnviz.ui.share import bind
 from attnviz.ui.present import presenting
+from attnviz.ui.page import part
 from attnviz.ui.page import stop as stop_page
 from attnviz.ui.sidebar import require_result
 from attnviz.ui import contrib as lens_ui
@@ -49,11 +50,6 @@ attention, q_tokens, k_tokens = result.stack(which)
 q_special, k_special = result.specials(which)
 n_layers, n_heads = attention.shape[:2]
 
-clicked = clicked_head("hm_grid")
-if clicked:
-    st.session_state["layer"], st.session_state["head"] = clicked
-ablated = ablated_heads()
-
 st.session_state.setdefault("hm_renorm", True)
 with st.expander("Display options", expanded=False) if not presenting() else st.container(height=1, border=False):
     c1, c2, c3 = st.columns(3)
@@ -78,70 +74,84 @@ renorm = st.session_state.get("hm_renorm", True)
 scale = st.session_state.get("hm_scale", "linear")
 palette = PALETTES[st.session_state.get("hm_palette", next(iter(PALETTES)))]
 
-# --- every head -------------------------------------------------------------------------
-layer, head = head_picker(n_layers, n_heads, "hm", columns=st.columns([1, 1, 4])[:2] if presenting() else None,
-                          heads_summed=result.quantity == "ALTI")
-st.subheader("Every head")
-grid_col, grid_text = st.columns([3, 1])
-with grid_text:
-    st.markdown(
-        "One thumbnail per head: rows are layers (0 = nearest the input), columns are heads. "
-        "Each thumbnail is coloured relative to its own largest weight, so faint heads still "
-        "show their shape. **Click a thumbnail** to open that head below; the open head has a red "
-        "frame.")
-    if ablated:
-        st.caption(ablation_note("Grey frames mark", ablated))
-    st.caption("Common shapes: a vertical stripe (everyone attends to one token, often [CLS] or "
-               "[SEP]), a diagonal (each token attends to itself), a line just off the diagonal "
-               "(previous or next token), a blur (broad attention).")
-with grid_col:
-    layout = GridLayout(n_layers, n_heads, default_thumb(n_layers, n_heads, attention.shape[2]), 2)
-    png = grid_image(attention, layout.n_layers, layout.n_heads, layout.thumb, layout.gap, palette)
-    show_figure(grid_figure(png, layout, ablated=ablated, selected=(layer, head), attention=attention, tokens=q_tokens,
-                            key_tokens=k_tokens),
-                key="hm_grid", name="all-heads", on_select="rerun",
-                selection_mode="points", exports=False, serve_pictures=True)
+# --- the head grid, one head and the token focus: rerun alone when the head changes ---------------
+@part
+def heads_view() -> None:
+    """Every head, the chosen head in detail and the token focus. A new head (picked in its box or clicked in the
+    grid), a new focus token or the lines view's checkbox reruns only this part: the title, the display options and
+    the sidebar are neither run nor sent again, and a figure that did not change (the head's heatmap when only the
+    token changed) is sent as a reference to the copy the browser already holds."""
+    clicked = clicked_head("hm_grid")
+    if clicked:
+        st.session_state["layer"], st.session_state["head"] = clicked
+    ablated = ablated_heads()
+    # --- every head -------------------------------------------------------------------------
+    layer, head = head_picker(n_layers, n_heads, "hm", columns=st.columns([1, 1, 4])[:2] if presenting() else None,
+                              heads_summed=result.quantity == "ALTI")
+    st.subheader("Every head")
+    grid_col, grid_text = st.columns([3, 1])
+    with grid_text:
+        st.markdown(
+            "One thumbnail per head: rows are layers (0 = nearest the input), columns are heads. "
+            "Each thumbnail is coloured relative to its own largest weight, so faint heads still "
+            "show their shape. **Click a thumbnail** to open that head below; the open head has a red "
+            "frame.")
+        if ablated:
+            st.caption(ablation_note("Grey frames mark", ablated))
+        st.caption("Common shapes: a vertical stripe (everyone attends to one token, often [CLS] or "
+                   "[SEP]), a diagonal (each token attends to itself), a line just off the diagonal "
+                   "(previous or next token), a blur (broad attention).")
+    with grid_col:
+        layout = GridLayout(n_layers, n_heads, default_thumb(n_layers, n_heads, attention.shape[2]), 2)
+        png = grid_image(attention, layout.n_layers, layout.n_heads, layout.thumb, layout.gap, palette)
+        show_figure(grid_figure(png, layout, ablated=ablated, selected=(layer, head), attention=attention, tokens=q_tokens,
+                                key_tokens=k_tokens),
+                    key="hm_grid", name="all-heads", on_select="rerun",
+                    selection_mode="points", exports=False, serve_pictures=True)
 
-# --- one head ---------------------------------------------------------------------------
-BLOCK_NAMES = {"A→A": "sentence A → sentence A", "B→B": "sentence B → sentence B", "A→B": "sentence A → sentence B",
-               "B→A": "sentence B → sentence A"}
-head_name = "heads summed" if result.quantity == "ALTI" else f"head {head}"
-st.subheader(f"Layer {layer}, " + ("heads summed (ALTI)" if result.quantity == "ALTI" else f"head {head}")
-             + (f" · block {BLOCK_NAMES[block]}" if block != "all" else "")
-             + (" (ablated elsewhere: weights shown are its own)" if (layer, head) in ablated else ""))
-try:
-    view = select_view(attention[layer, head], q_special, result.segment_ids if which == "self" else None,
-                       hide_special=hide, renormalise=renorm, block=block,
-                       key_special_mask=k_special)
-except BadInput as e:
-    st.warning(str(e))
-    stop_page()
-zmin, zmax, log_floor = colour_range(view.values, scale)
-fig_col, info_col = st.columns([3, 1])
-with fig_col:
-    show_figure(
-        figure(heatmap_figure, view.values, q_tokens, k_tokens, rows=view.rows, cols=view.cols,
-                       zmin=zmin, zmax=zmax, colorscale=palette, log_floor=log_floor,
-                       colorbar_title=("renormalised " if view.renormalised else "") + what,
-                       causal=which == "decoder" or (which == "self" and facts.causal)),
-        key="hm_heatmap", name=f"attention-layer{layer}-head{head}" + (f"-{block}" if block != "all" else ""))
-with info_col:
-    head_numbers(attention[layer, head], view, block, what, k_special, hide)
-    st.markdown("Read a **row** to see what that token gathers information from; read a **column** "
-                "to see who gathers from that token.")
-    if hide:
-        st.caption("Special tokens are hidden. " + ("Rows are renormalised to sum to 1 over the visible tokens."
-                                                   if view.renormalised else "Rows are not renormalised: they sum to "
-                                                   "less than 1 where special tokens took weight."))
-    if scale != "linear":
-        st.caption("Colours are " + ("clipped at the 99th percentile: larger weights share the top colour"
-                                     if scale == "clip" else "spaced by log10 of the weight, so small weights get "
-                                     "distinct colours") + "; hover and exports show the exact weight.")
-    if attention.shape[2] > 160:
-        st.caption("Long input: the axes label every few tokens; hover names every token.")
+    # --- one head ---------------------------------------------------------------------------
+    BLOCK_NAMES = {"A→A": "sentence A → sentence A", "B→B": "sentence B → sentence B", "A→B": "sentence A → sentence B",
+                   "B→A": "sentence B → sentence A"}
+    head_name = "heads summed" if result.quantity == "ALTI" else f"head {head}"
+    st.subheader(f"Layer {layer}, " + ("heads summed (ALTI)" if result.quantity == "ALTI" else f"head {head}")
+                 + (f" · block {BLOCK_NAMES[block]}" if block != "all" else "")
+                 + (" (ablated elsewhere: weights shown are its own)" if (layer, head) in ablated else ""))
+    try:
+        view = select_view(attention[layer, head], q_special, result.segment_ids if which == "self" else None,
+                           hide_special=hide, renormalise=renorm, block=block,
+                           key_special_mask=k_special)
+    except BadInput as e:
+        st.warning(str(e))
+        stop_page()
+    zmin, zmax, log_floor = colour_range(view.values, scale)
+    fig_col, info_col = st.columns([3, 1])
+    with fig_col:
+        show_figure(
+            figure(heatmap_figure, view.values, q_tokens, k_tokens, rows=view.rows, cols=view.cols,
+                           zmin=zmin, zmax=zmax, colorscale=palette, log_floor=log_floor,
+                           colorbar_title=("renormalised " if view.renormalised else "") + what,
+                           causal=which == "decoder" or (which == "self" and facts.causal)),
+            key="hm_heatmap", name=f"attention-layer{layer}-head{head}" + (f"-{block}" if block != "all" else ""))
+    with info_col:
+        head_numbers(attention[layer, head], view, block, what, k_special, hide)
+        st.markdown("Read a **row** to see what that token gathers information from; read a **column** "
+                    "to see who gathers from that token.")
+        if hide:
+            st.caption("Special tokens are hidden. " + ("Rows are renormalised to sum to 1 over the visible tokens."
+                                                       if view.renormalised else "Rows are not renormalised: they sum to "
+                                                       "less than 1 where special tokens took weight."))
+        if scale != "linear":
+            st.caption("Colours are " + ("clipped at the 99th percentile: larger weights share the top colour"
+                                         if scale == "clip" else "spaced by log10 of the weight, so small weights get "
+                                         "distinct colours") + "; hover and exports show the exact weight.")
+        if attention.shape[2] > 160:
+            st.caption("Long input: the axes label every few tokens; hover names every token.")
 
-# --- token focus: reruns alone when the token or the lines view changes ---------------------
-token_focus(result, which, layer, head, head_name, palette, what, ablated, hide, renorm)
+    # --- token focus ------------------------------------------------------------------------
+    token_focus(result, which, layer, head, head_name, palette, what, ablated, hide, renorm)
+
+
+heads_view()
 
 if not presenting():
     st.download_button("Download every layer and head (.npz)", lambda: result_npz(result),

@@ -4,7 +4,7 @@ import streamlit as st
 from attnviz.types import Request
 from attnviz.ui.heads import head_picker
 from attnviz.ui.long import inputs, recording, sinks, views
-from attnviz.ui.page import stop
+from attnviz.ui.page import lazy_tabs, stop
 from attnviz.ui.present import page_intro
 from attnviz.ui.share import bind
 
@@ -49,34 +49,39 @@ st.subheader("One head: overview and exact zoom")
 layer, head = head_picker(rec.la.n_layers, rec.la.n_heads, "lg")
 views.head_view(rec, layer, head, how)
 
-focus_tab, lines_tab, distance_tab, sinks_tab = st.tabs(inputs.TABS, key=inputs.TAB, on_change="rerun")  # only the open one runs
-if focus_tab.open:
-    with focus_tab:
-        st.markdown("One query's attention over the **whole** document, exact: its row of the map is recomputed "
-                    "from the recorded query and keys (one row costs a few milliseconds even at 8,192 tokens).")
-        views.token_focus(rec, layer, head)
-if lines_tab.open:
-    with lines_tab:
-        st.markdown("A dense map of thousands of queries is unreadable; its **heaviest few keys per query** are "
-                    "not. For a range of queries, each row keeps its top k keys (computed exactly, row block by block).")
-        views.top_k_view(rec, layer, head)
-if distance_tab.open:
-    with distance_tab:
-        st.markdown("How much weight goes how far back: the **attention-vs-distance profile** of each head of the "
-                    "chosen layer (left) and of each layer averaged over its heads (right), summed block by block "
-                    "during the recording pass.")
-        views.profiles(rec, layer)
-if sinks_tab.open:
-    with sinks_tab:
-        st.markdown("**Attention sinks.** Many heads of causal LLMs put a large share of their weight on the "
-                    "first token, whatever it is. Softmax must give its weight to *some* key, and a head with "
-                    "nothing useful to read parks it there: the first token is seen by every query, so it becomes a "
-                    "cheap place to dump weight (Xiao et al., 2023, *Efficient Streaming Language Models with "
-                    "Attention Sinks*).")
-        views.sink_mass(rec)
-        st.markdown("**Local and global layers.** Some models (Mistral, Gemma, gpt-oss) let some layers see only a "
-                    "sliding window of recent keys; their config says which.")
-        views.window_pattern(rec)
+
+def focus_view() -> None:
+    st.markdown("One query's attention over the **whole** document, exact: its row of the map is recomputed "
+                "from the recorded query and keys (one row costs a few milliseconds even at 8,192 tokens).")
+    views.token_focus(rec, layer, head)
+
+
+def lines_view() -> None:
+    st.markdown("A dense map of thousands of queries is unreadable; its **heaviest few keys per query** are "
+                "not. For a range of queries, each row keeps its top k keys (computed exactly, row block by block).")
+    views.top_k_view(rec, layer, head)
+
+
+def distance_view() -> None:
+    st.markdown("How much weight goes how far back: the **attention-vs-distance profile** of each head of the "
+                "chosen layer (left) and of each layer averaged over its heads (right), summed block by block "
+                "during the recording pass.")
+    views.profiles(rec, layer)
+
+
+def sinks_view() -> None:
+    st.markdown("**Attention sinks.** Many heads of causal LLMs put a large share of their weight on the "
+                "first token, whatever it is. Softmax must give its weight to *some* key, and a head with "
+                "nothing useful to read parks it there: the first token is seen by every query, so it becomes a "
+                "cheap place to dump weight (Xiao et al., 2023, *Efficient Streaming Language Models with "
+                "Attention Sinks*).")
+    views.sink_mass(rec)
+    st.markdown("**Local and global layers.** Some models (Mistral, Gemma, gpt-oss) let some layers see only a "
+                "sliding window of recent keys; their config says which.")
+    views.window_pattern(rec)
+
+
+lazy_tabs(inputs.TABS, inputs.TAB, (focus_view, lines_view, distance_view, sinks_view))
 
 st.subheader("Attention sinks, live")
 st.markdown("StreamingLLM's experiment on the loaded model: read the text with a KV cache of fixed size. A "

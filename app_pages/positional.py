@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from attnviz.ui.page import lazy_tabs
 from attnviz.ui.positional import TABS
 from attnviz.ui.share import bind
 from attnviz.ui.tour import tour
@@ -21,10 +22,4 @@ for key, value in DEFAULTS.items():
     st.session_state.setdefault(key, value)
 if st.session_state.get("pe_tab") not in TABS:
     st.session_state["pe_tab"] = next(iter(TABS))
-tabs = st.tabs(list(TABS), key="pe_tab", on_change="rerun")
-
-for tab, render in zip(tabs, TABS.values()):
-    if tab.open is False:  # tabs with on_change="rerun" track state: only the open one runs
-        continue
-    with tab:
-        render()
+lazy_tabs(list(TABS), "pe_tab", tuple(TABS.values()))  # only the open tab runs

@@ -60,6 +60,19 @@ _STATE_JS = """(sel) => {
 }"""
 
 
+def wire_sent(port: int) -> int | None:
+    """Bytes sent so far on this machine's open TCP connections from `port` (the kernel's count of what went on
+    the wire, after the websocket's compression); None without `ss`."""
+    import shutil
+    import subprocess
+
+    if shutil.which("ss") is None:
+        return None
+    out = subprocess.run(["ss", "-tinH", "state", "established", f"( sport = :{port} )"],
+                         capture_output=True, text=True, timeout=10).stdout
+    return sum(int(m) for m in re.findall(r"bytes_sent:(\d+)", out))
+
+
 class Browser:
     """One Chromium page on the app at `url`, counting the bytes the server sends over its websockets."""
 
@@ -67,6 +80,7 @@ class Browser:
         from playwright.sync_api import sync_playwright
 
         self.url = url
+        self.port = int(url.rsplit(":", 1)[1].split("/")[0])
         self.received = 0
         self._pw = sync_playwright().start()
         try:
@@ -118,16 +132,19 @@ class Browser:
             time.sleep(0.02)
         raise TimeoutError(f"the figure {sel} did not settle with new data within {timeout:.0f} s")
 
-    def measure(self, sel: str, prepare, act) -> tuple[float, int]:
-        """(ms, bytes) of one interaction: prepare() untimed (open a list, fill a box), then act() timed
-        until the figure under `sel` shows new data and the page is idle."""
+    def measure(self, sel: str, prepare, act) -> tuple[float, int, int | None]:
+        """(ms, message bytes, wire bytes) of one interaction: prepare() untimed (open a list, fill a box), then
+        act() timed until the figure under `sel` shows new data and the page is idle. The message bytes are the
+        websocket messages as the browser unpacks them; the wire bytes what the server's connections carried
+        (compressed), None where the machine has no `ss`."""
         before = self.state(sel)[1]
         prepare()
-        sent = self.received
+        sent, wire = self.received, wire_sent(self.port)
         t0 = time.perf_counter()
         act()
         seconds = self.settle(sel, before, t0)
-        return 1000.0 * seconds, self.received - sent
+        after = wire_sent(self.port)
+        return 1000.0 * seconds, self.received - sent, None if wire is None or after is None else after - wire
 
     # -- the controls ---------------------------------------------------------------------------
 
@@ -194,12 +211,18 @@ class Browser:
 
 
 def _median(runs) -> tuple[float, float]:
-    """Median time (ms) and median bytes of (ms, bytes) runs."""
+    """Median time (ms) and median message bytes of (ms, message bytes, wire bytes) runs."""
     return statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
 
 
+def _wire_median(runs) -> float | None:
+    """Median wire bytes of (ms, message bytes, wire bytes) runs; None when they were not counted."""
+    wire = [r[2] for r in runs if r[2] is not None]
+    return statistics.median(wire) if len(wire) == len(runs) else None
+
+
 def _runs(do, n: int, warm: int = 2):
-    """do(i) for i in range(warm + n); the (ms, bytes) of the last n (the first `warm` fill the caches)."""
+    """do(i) for i in range(warm + n); the measurements of the last n (the first `warm` fill the caches)."""
     out = [do(i) for i in range(warm + n)]
     return out[warm:]
 
@@ -212,9 +235,13 @@ def _heatmap(b: Browser, text: str, size: int, n: int, out: dict, heads_step: in
     n_tokens = b.page.locator(head_fig + " .js-plotly-plot").evaluate("el => el._fullData[0].z.length")
     if abs(n_tokens - size) > 2:
         raise RuntimeError(f"the heatmap shows {n_tokens} tokens, not {size}")
-    ms, nbytes = _median(_runs(lambda i: b.pick("hm_head", str((i * heads_step) % 11 + 1), head_fig), n))
+    runs = _runs(lambda i: b.pick("hm_head", str((i * heads_step) % 11 + 1), head_fig), n)
+    ms, nbytes = _median(runs)
     out[f"browser_head_ms_{size}"] = ms
-    out[f"browser_head_bytes_{size}"] = nbytes
+    wire = _wire_median(runs)
+    if wire is not None:
+        out[f"browser_head_bytes_{size}"] = wire
+    out[f"browser_head_message_bytes_{size}"] = nbytes
     text_of = short_text if size <= 16 else long_input
     out[f"browser_text_ms_{size}"] = _median(_runs(lambda i: b.type_text(text_of(i + 1), head_fig), n))[0]
     if size > 16:

@@ -1,5 +1,5 @@
-"""The heatmap page's Streamlit parts: the numbers beside one head, and the token focus (a part of the page that
-reruns alone) with its notes, shaded text and lines view."""
+"""The heatmap page's Streamlit parts: the numbers beside one head, and the token focus with its notes, shaded text
+and lines view."""
 from __future__ import annotations
 
 import numpy as np
@@ -13,7 +13,6 @@ from attnviz.ui.cache import figure
 from attnviz.ui.figure import show_figure
 from attnviz.ui.heads import token_picker
 from attnviz.ui.metrics import ablation_note
-from attnviz.ui.page import part
 from attnviz.ui.page import stop as stop_page
 from attnviz.ui.present import presenting
 from attnviz.ui.share import hold
@@ -73,11 +72,10 @@ def shaded_text(head_view: MatrixView, tokens, focus: int, where: str, what: str
                              what=what))
 
 
-@part
 def token_focus(result, which: str, layer: int, head: int, head_name: str, palette, what: str, ablated,
                 hide: bool, renorm: bool) -> None:
     """One token across the heads of the chosen layer (what it attends to, what attends to it), the text shaded by
-    the chosen head, and the lines view. A new token or the lines view's checkbox reruns only this part."""
+    the chosen head, and the lines view."""
     attention, q_tokens, k_tokens = result.stack(which)
     q_special, k_special = result.specials(which)
     st.subheader("Token focus")

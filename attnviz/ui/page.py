@@ -62,6 +62,15 @@ def render_link() -> None:
                        + (" The text is too long to fit in a link." if len(st.session_state.get("text", "")) > share.MAX_TEXT_IN_URL else ""))
 
 
+def lazy_tabs(labels, key: str, views, *args) -> None:
+    """Tabs of which only the open one runs: views[i](*args) inside tab i when it is open. The open tab is kept under
+    `key`, which a page binds to put it into the link."""
+    for tab, view in zip(st.tabs(labels, key=key, on_change="rerun"), views, strict=True):
+        if tab.open:
+            with tab:
+                view(*args)
+
+
 def _container(key: str):
     """The sidebar container reserved under `key` in this run, or the sidebar itself."""
     found = st.session_state.get(key)

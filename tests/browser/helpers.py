@@ -145,3 +145,28 @@ def link_box_text(page) -> str | None:
         return None
     code = box.first.locator('[data-testid="stCode"], code')
     return code.first.evaluate("e => e.textContent") if code.count() else ""
+
+
+def sent_elements(frames) -> dict[str, list[str]]:
+    """What the server's websocket frames (payloads as the browser unpacked them) drew: {"charts": the keys of the
+    plotly figures sent in full, "widgets": the keys of the widgets, "references": one entry per message sent as a
+    reference to a copy the browser already holds}."""
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    out = {"charts": [], "widgets": [], "references": []}
+    for payload in frames:
+        msg = ForwardMsg()
+        msg.ParseFromString(payload if isinstance(payload, bytes) else payload.encode())
+        kind = msg.WhichOneof("type")
+        if kind == "ref_hash":
+            out["references"].append(msg.ref_hash)
+        if kind != "delta" or msg.delta.WhichOneof("type") != "new_element":
+            continue
+        element = msg.delta.new_element
+        what = getattr(element, element.WhichOneof("type"))
+        element_id = getattr(what, "id", "")
+        if element.WhichOneof("type") == "plotly_chart":
+            out["charts"].append(element_id.rsplit("-", 1)[-1] if element_id else "")
+        elif element_id.startswith("$$ID-"):
+            out["widgets"].append(element_id.split("-", 2)[-1])
+    return out

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from tests.browser.helpers import choose, click_marker, plot_z, url_params, wait_plot
+from tests.browser.helpers import choose, click_marker, plot_z, sent_elements, url_params, wait_plot
 from tests.conftest import wait_for_app
 
 pytestmark = pytest.mark.browser
@@ -52,7 +52,9 @@ GRID_PICTURE = """() => { const el = document.querySelector('.st-key-hm_grid .js
     return pic ? [pic.source, pic.sizex, pic.sizey, el._fullData.some(t => t.type === 'image')] : null; }"""
 
 
-def test_the_grid_picture_is_fetched_once_and_a_head_change_sends_only_its_link(page, app_server):
+def test_the_grid_picture_is_fetched_once_and_a_head_change_reruns_only_the_heads(page, app_server):
+    """A head change reruns the heads' part of the page: the grid's figure names its picture without its bytes,
+    the title, the display options and the sidebar are not sent again, and the URL and the link follow."""
     frames = []
     page.on("websocket", lambda ws: ws.on("framereceived", lambda payload: frames.append(payload)))
     _open(page, app_server)
@@ -71,9 +73,16 @@ def test_the_grid_picture_is_fetched_once_and_a_head_change_sends_only_its_link(
     # the grid's figure again, naming its picture (plotly writes "/" as \u002f), without the picture's bytes
     assert b"data:image/png" not in sent and source.split("/")[-1].encode() in sent
     assert len(sent) < 2 * len(png)
+    drawn = sent_elements(frames)
+    assert {"hm_heatmap", "hm_grid"} <= set(drawn["charts"])  # the heads' part ...
+    assert "hm_head" in drawn["widgets"] and not {"model_choice", "hm_hide_special"} & set(drawn["widgets"])  # alone
+    assert url_params(page)["head"] == "5" and "head=5" in page.evaluate(SIDEBAR_LINK)
+    assert page.locator('[data-testid="stSidebar"] [data-testid="stExpander"]', has_text="Link to this view").count() == 1
 
 
-def test_long_text_renders_512_tokens(page, app_server):
+def test_long_text_renders_512_tokens_and_a_new_focus_token_does_not_send_the_map_again(page, app_server):
+    frames = []
+    page.on("websocket", lambda ws: ws.on("framereceived", lambda payload: frames.append(payload)))
     _open(page, app_server)
     choose(page, "Example", "A long text", exact=False)
     page.get_by_text("512 tokens").first.wait_for(timeout=120_000)
@@ -81,6 +90,16 @@ def test_long_text_renders_512_tokens(page, app_server):
     z = _head_z(page)
     assert z.shape == (512, 512)
     np.testing.assert_allclose(z.sum(axis=1), 1.0, atol=1e-3)
+    frames.clear()
+    choose(page, "Token", "7: ", exact=False)
+    page.locator(".attnviz-text").first.locator("span").nth(7).evaluate("e => e.style.outline")  # drawn
+    wait_for_app(page, timeout=120)
+    assert url_params(page)["hm_focus"] == "7"
+    sent = b"".join(f if isinstance(f, bytes) else f.encode() for f in frames)
+    drawn = sent_elements(frames)
+    assert "hm_focus_out" in drawn["charts"] and "hm_heatmap" not in drawn["charts"] and drawn["references"]
+    assert len(sent) < 600_000, len(sent)  # the unchanged map (1.4 MB alone) goes as a reference to the browser's copy
+    np.testing.assert_allclose(_head_z(page), z, atol=0)
 
 
 def test_text_view_follows_the_focus_token(page, app_server, minilm):
@@ -106,9 +125,10 @@ SIDEBAR_LINK = """() => [...document.querySelectorAll('[data-testid="stSidebar"]
     .map(e => e.textContent).join(' ')"""
 
 
-def test_a_new_focus_token_reruns_only_its_part_and_the_link_and_deck_box_follow(page, app_server, minilm):
-    """The token focus reruns alone: its figures and text are sent again, the grid and the head's heatmap are not;
-    the URL, the sidebar's link and "Add this view" name the new token all the same, and a full run later keeps it."""
+def test_a_new_focus_token_reruns_only_the_heads_part_and_the_link_and_deck_box_follow(page, app_server, minilm):
+    """A new focus token reruns the heads' part: its figures and text are sent again, the head's unchanged heatmap
+    only as a reference to the browser's copy, the sidebar not at all; the URL, the sidebar's link and "Add this
+    view" name the new token all the same, and later runs keep it."""
     from attnviz.extract import extract
 
     frames = []
@@ -124,8 +144,10 @@ def test_a_new_focus_token_reruns_only_its_part_and_the_link_and_deck_box_follow
     choose(page, "Token", "4: on")
     wait_for_app(page)
     sent = b"".join(f if isinstance(f, bytes) else f.encode() for f in frames)
-    assert b"hm_focus_out" in sent and b"hm_focus_in" in sent  # this part's figures
-    assert b"hm_heatmap" not in sent and b"hm_grid" not in sent  # not the rest of the page
+    drawn = sent_elements(frames)
+    assert {"hm_focus_out", "hm_focus_in"} <= set(drawn["charts"])  # the focus figures, new
+    assert not {"hm_heatmap", "hm_grid"} & set(drawn["charts"]) and drawn["references"]  # unchanged: references
+    assert "hm_focus_label" in drawn["widgets"] and not {"model_choice", "hm_hide_special"} & set(drawn["widgets"])
     shown = np.array([float(w) for w in page.locator(".attnviz-text").first.locator("span").evaluate_all(
         "els => els.map(e => e.dataset.weight)")])
     np.testing.assert_allclose(shown, r.attention[0, 0, 4], atol=1e-5)
@@ -147,10 +169,32 @@ def test_a_new_focus_token_reruns_only_its_part_and_the_link_and_deck_box_follow
     slides = json.loads(store.path(newest.deck_id).read_text(encoding="utf-8"))["slides"]
     assert slides[-1]["title"] == "The token on" and slides[-1]["params"]["hm_focus"] == "4", slides[-1]
 
-    # a full run (another head) keeps the token, and the sidebar still has one link box
+    # another head keeps the token, and the sidebar still has one link box
     choose(page, "Head", "3")
     page.locator("h3").filter(has_text="Layer 0, head 3").wait_for()
     wait_for_app(page)
     assert url_params(page)["hm_focus"] == "4" and url_params(page)["head"] == "3"
     assert page.locator('[data-testid="stSidebar"] [data-testid="stExpander"]', has_text="Link to this view").count() == 1
     assert "hm_focus=4" in page.evaluate(SIDEBAR_LINK) and "head=3" in page.evaluate(SIDEBAR_LINK)
+    # and so does a full run (the display options)
+    page.get_by_text("Display options").first.click()
+    page.locator(".st-key-hm_hide_special").get_by_text("Hide special tokens").first.click()
+    wait_for_app(page)
+    assert url_params(page)["hm_focus"] == "4" and url_params(page)["hm_hide_special"] == "1"
+    assert page.locator('[data-testid="stSidebar"] [data-testid="stExpander"]', has_text="Link to this view").count() == 1
+    assert "hm_hide_special=1" in page.evaluate(SIDEBAR_LINK) and "head=3" in page.evaluate(SIDEBAR_LINK)
+
+
+def test_the_server_compresses_its_websocket_messages(app_server):
+    """The app's server accepts permessage-deflate, so a 512 x 512 map's base64 travels compressed."""
+    import base64
+    import os
+    import socket
+
+    with socket.create_connection(("127.0.0.1", app_server.port), timeout=30) as s:
+        s.sendall((f"GET /_stcore/stream HTTP/1.1\r\nHost: 127.0.0.1:{app_server.port}\r\nUpgrade: websocket\r\n"
+                   f"Connection: Upgrade\r\nSec-WebSocket-Key: {base64.b64encode(os.urandom(16)).decode()}\r\n"
+                   "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Extensions: permessage-deflate\r\n"
+                   "Sec-WebSocket-Protocol: streamlit\r\n\r\n").encode())
+        head = s.recv(4096).decode("latin-1").lower()
+    assert head.startswith("http/1.1 101") and "sec-websocket-extensions: permessage-deflate" in head, head

@@ -30,3 +30,22 @@ def test_long_inputs_fill_minilms_512_tokens_and_differ_at_the_start(minilm):
     assert len(minilm.tokenizer(a)["input_ids"]) > 512
     ids_a, ids_b = (minilm.tokenizer(t, truncation=True, max_length=512)["input_ids"] for t in (a, b))
     assert len(ids_a) == len(ids_b) == 512 and ids_a[1] != ids_b[1] and ids_a[2:] == ids_b[2:]
+
+
+def test_wire_bytes_are_what_a_connection_from_the_port_sent():
+    import socket
+
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+        port = server.getsockname()[1]
+        with socket.create_connection(("127.0.0.1", port)) as client:
+            conn, _ = server.accept()
+            with conn:
+                before = browser.wire_sent(port)
+                conn.sendall(b"x" * 100_000)
+                got = 0
+                while got < 100_000:
+                    got += len(client.recv(65536))
+                after = browser.wire_sent(port)
+    assert before is not None and after - before == 100_000
