@@ -16,6 +16,7 @@ from attnviz.ui.jobs import Bar
 from attnviz.ui.heads import token_picker
 from attnviz.ui.share import bind, hold
 from attnviz.ui.present import page_intro, presenting
+from attnviz.ui.page import part
 from attnviz.ui.page import stop as stop_page
 from attnviz.units import count_text
 
@@ -63,77 +64,84 @@ except AttnvizError as e:
     st.warning(str(e))
     stop_page()
 
-layer = st.slider("After layer", 0, n_layers - 1, key="ro_layer",
-                  help="Rollout after this layer (0 = the first layer alone).") if n_layers > 1 else 0
-left, right = st.columns(2)
-tokens = result.tokens
-with left:
-    raw = {"ALTI": "ALTI contributions", "value-weighted": "Value-weighted attention"}.get(result.quantity, "Raw attention")
-    show_figure(matrix_heatmap(fused[layer], tokens, tokens, title=f"{raw}, layer {layer} " + (
-                                   "(heads summed)" if result.quantity == "ALTI" else f"({fusion} of heads)"),
-                                   zmin=0.0, colorscale="Blues"), key="ro_raw")
-with right:
-    show_figure(matrix_heatmap(rolled[layer], tokens, tokens, title=f"Rollout through layers 0–{layer}",
-                                   zmin=0.0, colorscale="Oranges", colorbar="share",
-                                   xtitle="input token", ytitle="output token"), key="ro_rolled")
-st.caption("Left: what layer's heads do on their own. Right: the chained estimate; its rows sum to 1. "
-           "Bright columns are tokens that end up feeding many positions.")
-
-st.subheader("Which input tokens feed one output token")
-t1, t2 = st.columns([1, 3])
-target_i = token_picker(tokens, "ro_target", label="Output token", container=t1,
-                        help="The output position whose sources are traced; 0 is [CLS] for BERT-like models.")
-share = contributions(rolled, target_i, layer)
-t2.markdown(f"Target: **{tokens[target_i]}** (position {target_i}). Its rollout row after layer {layer} "
-            f"sums to {share.sum():.4f}; the largest share goes to **{tokens[int(share.argmax())]}** "
-            f"({share.max():.3f}).")
-show_figure(token_bars(share, tokens, title=f"Contribution of each input token to '{tokens[target_i]}' "
-                                                f"({target_i}) after layer {layer}",
-                           ytitle="share", highlight=target_i, special_mask=result.special_mask), key="ro_bars")
-st.caption("The red bar is the target itself; light bars are special tokens. With the residual included, "
-           "a token always keeps part of itself.")
-
-st.subheader("Attention flow")
-# in presentation mode the explanation folds away (the lecturer says it) so the heading keeps its figure
-(st.expander("About attention flow", icon=":material/info:") if presenting() else st.container()).markdown(
-    "**Attention flow** (Abnar & Zuidema, 2020) reads the same layer matrices M as a network: one node per "
-    "token per layer, and an edge from token i in one layer to token j in the layer below that can carry "
-    "at most M[i, j]. The flow from an output token to an input token is the **maximum flow** between them: "
-    "rollout adds up every path's product of weights, flow asks how much can pass at once when each edge "
-    "has a capacity, so a token reachable only through one weak edge gets little. Shares below are each "
-    "flow divided by the sum over inputs (as the paper shows them). One max-flow problem per token pair "
-    f"makes it slow, so it runs on inputs of at most {count_text(MAX_FLOW_TOKENS)} tokens.")
-if n > MAX_FLOW_TOKENS:
-    st.info(f"This input has {count_text(n)} tokens; attention flow is offered up to {MAX_FLOW_TOKENS}. Shorten the text "
-            "in the sidebar (one sentence works) to see it; rollout above works at any length.")
-    stop_page()
-mixes = mixing_matrices(fused, residual=residual, discard_ratio=discard, allowed=allowed)
-with st.spinner("Solving max-flow problems…"):
-    flow = flow_row(mixes, target_i, layer)
-flow_share = flow_shares(flow)
-show_figure(grouped_token_bars({"rollout share": share, "flow share": flow_share}, tokens,
-                               title=f"Rollout and attention flow into '{tokens[target_i]}' ({target_i}) "
-                                     f"after layer {layer}", ytitle="share"), key="ro_flow_bars")
-st.caption(f"Raw flow values for '{tokens[target_i]}' run from {flow.min():.3f} to {flow.max():.3f} (at most 1: "
-           "each layer's rows sum to 1). With a residual weight w, every token keeps at least w of itself in "
-           "every layer, so flow rarely drops near 0 and its shares are flatter than rollout's.")
-hold("ro_flow_all")
-if st.toggle("Flow for every output token", key="ro_flow_all",
-             help=f"{n} x {n} max-flow problems on a {layer + 2}-layer graph; a few seconds."):
-    rows = []
-    with Bar("Attention flow for every output token…") as bar:
-        for t in range(n):
-            rows.append(flow_row(mixes, t, layer))
-            bar(t + 1, n, f"Attention flow: output token {t + 1} of {n}")
-    all_shares = flow_shares(np.stack(rows))
+@part
+def after_layer() -> None:
+    """The layer slider and everything it changes: the maps, one output token's sources and the attention flow.
+    A new layer, output token or flow switch reruns only this part; the fusion controls above rerun the page."""
+    layer = st.slider("After layer", 0, n_layers - 1, key="ro_layer",
+                      help="Rollout after this layer (0 = the first layer alone).") if n_layers > 1 else 0
     left, right = st.columns(2)
+    tokens = result.tokens
     with left:
-        show_figure(matrix_heatmap(rolled[layer], tokens, tokens, title=f"Rollout through layers 0–{layer}",
-                                   zmin=0.0, colorscale="Oranges", colorbar="share",
-                                   xtitle="input token", ytitle="output token"), key="ro_rolled_again")
+        raw = {"ALTI": "ALTI contributions", "value-weighted": "Value-weighted attention"}.get(result.quantity, "Raw attention")
+        show_figure(matrix_heatmap(fused[layer], tokens, tokens, title=f"{raw}, layer {layer} " + (
+                                       "(heads summed)" if result.quantity == "ALTI" else f"({fusion} of heads)"),
+                                       zmin=0.0, colorscale="Blues"), key="ro_raw")
     with right:
-        show_figure(matrix_heatmap(all_shares, tokens, tokens, title=f"Attention flow through layers 0–{layer}",
-                                   zmin=0.0, colorscale="Greens", colorbar="share",
-                                   xtitle="input token", ytitle="output token"), key="ro_flow_matrix")
-    st.caption("Row i: the shares of every input token in output token i. Compare the two: flow spreads "
-               "credit over more inputs, because one strong path cannot be counted more than its capacity.")
+        show_figure(matrix_heatmap(rolled[layer], tokens, tokens, title=f"Rollout through layers 0–{layer}",
+                                       zmin=0.0, colorscale="Oranges", colorbar="share",
+                                       xtitle="input token", ytitle="output token"), key="ro_rolled")
+    st.caption("Left: what layer's heads do on their own. Right: the chained estimate; its rows sum to 1. "
+               "Bright columns are tokens that end up feeding many positions.")
+
+    st.subheader("Which input tokens feed one output token")
+    t1, t2 = st.columns([1, 3])
+    target_i = token_picker(tokens, "ro_target", label="Output token", container=t1,
+                            help="The output position whose sources are traced; 0 is [CLS] for BERT-like models.")
+    share = contributions(rolled, target_i, layer)
+    t2.markdown(f"Target: **{tokens[target_i]}** (position {target_i}). Its rollout row after layer {layer} "
+                f"sums to {share.sum():.4f}; the largest share goes to **{tokens[int(share.argmax())]}** "
+                f"({share.max():.3f}).")
+    show_figure(token_bars(share, tokens, title=f"Contribution of each input token to '{tokens[target_i]}' "
+                                                    f"({target_i}) after layer {layer}",
+                               ytitle="share", highlight=target_i, special_mask=result.special_mask), key="ro_bars")
+    st.caption("The red bar is the target itself; light bars are special tokens. With the residual included, "
+               "a token always keeps part of itself.")
+
+    st.subheader("Attention flow")
+    # in presentation mode the explanation folds away (the lecturer says it) so the heading keeps its figure
+    (st.expander("About attention flow", icon=":material/info:") if presenting() else st.container()).markdown(
+        "**Attention flow** (Abnar & Zuidema, 2020) reads the same layer matrices M as a network: one node per "
+        "token per layer, and an edge from token i in one layer to token j in the layer below that can carry "
+        "at most M[i, j]. The flow from an output token to an input token is the **maximum flow** between them: "
+        "rollout adds up every path's product of weights, flow asks how much can pass at once when each edge "
+        "has a capacity, so a token reachable only through one weak edge gets little. Shares below are each "
+        "flow divided by the sum over inputs (as the paper shows them). One max-flow problem per token pair "
+        f"makes it slow, so it runs on inputs of at most {count_text(MAX_FLOW_TOKENS)} tokens.")
+    if n > MAX_FLOW_TOKENS:
+        st.info(f"This input has {count_text(n)} tokens; attention flow is offered up to {MAX_FLOW_TOKENS}. Shorten the text "
+                "in the sidebar (one sentence works) to see it; rollout above works at any length.")
+        stop_page()
+    mixes = mixing_matrices(fused, residual=residual, discard_ratio=discard, allowed=allowed)
+    with st.spinner("Solving max-flow problems…"):
+        flow = flow_row(mixes, target_i, layer)
+    flow_share = flow_shares(flow)
+    show_figure(grouped_token_bars({"rollout share": share, "flow share": flow_share}, tokens,
+                                   title=f"Rollout and attention flow into '{tokens[target_i]}' ({target_i}) "
+                                         f"after layer {layer}", ytitle="share"), key="ro_flow_bars")
+    st.caption(f"Raw flow values for '{tokens[target_i]}' run from {flow.min():.3f} to {flow.max():.3f} (at most 1: "
+               "each layer's rows sum to 1). With a residual weight w, every token keeps at least w of itself in "
+               "every layer, so flow rarely drops near 0 and its shares are flatter than rollout's.")
+    hold("ro_flow_all")
+    if st.toggle("Flow for every output token", key="ro_flow_all",
+                 help=f"{n} x {n} max-flow problems on a {layer + 2}-layer graph; a few seconds."):
+        rows = []
+        with Bar("Attention flow for every output token…") as bar:
+            for t in range(n):
+                rows.append(flow_row(mixes, t, layer))
+                bar(t + 1, n, f"Attention flow: output token {t + 1} of {n}")
+        all_shares = flow_shares(np.stack(rows))
+        left, right = st.columns(2)
+        with left:
+            show_figure(matrix_heatmap(rolled[layer], tokens, tokens, title=f"Rollout through layers 0–{layer}",
+                                       zmin=0.0, colorscale="Oranges", colorbar="share",
+                                       xtitle="input token", ytitle="output token"), key="ro_rolled_again")
+        with right:
+            show_figure(matrix_heatmap(all_shares, tokens, tokens, title=f"Attention flow through layers 0–{layer}",
+                                       zmin=0.0, colorscale="Greens", colorbar="share",
+                                       xtitle="input token", ytitle="output token"), key="ro_flow_matrix")
+        st.caption("Row i: the shares of every input token in output token i. Compare the two: flow spreads "
+                   "credit over more inputs, because one strong path cannot be counted more than its capacity.")
+
+
+after_layer()

@@ -6,7 +6,7 @@ import time
 import numpy as np
 import pytest
 
-from tests.browser.helpers import choose, open_path, plot_z, wait_plot
+from tests.browser.helpers import choose, open_path, plot_z, sent_elements, url_params, wait_plot
 from tests.conftest import ARTIFACTS, wait_for_app
 
 pytestmark = pytest.mark.browser
@@ -47,8 +47,12 @@ def _rollout_layer0(att, w):
 
 
 def test_rollout_sliders_change_the_matrix(page, app_server, minilm):
+    """The sliders change the rolled-out matrix as an independent computation says; the layer slider reruns only
+    the part of the page below it, with the residual weight chosen above it."""
     att = _attention(minilm, TEXT)
     n = att.shape[-1]
+    frames = []
+    page.on("websocket", lambda ws: ws.on("framereceived", lambda payload: frames.append(payload)))
     _open(page, app_server, "/rollout")
     last = _rolled(page, 5)  # default: after the last layer
     assert last.shape == (n, n)
@@ -69,8 +73,13 @@ def test_rollout_sliders_change_the_matrix(page, app_server, minilm):
     # more residual = more weight on the diagonal
     assert np.all(np.diag(heavier) >= np.diag(first) - 1e-4)
 
+    frames.clear()
     _press(page, "After layer", "ArrowRight")  # layer 1 = M1 @ M0, computed independently
     second = _rolled(page, 1)
+    drawn = sent_elements(frames)
+    assert "ro_rolled" in drawn["charts"] and "ro_layer" in drawn["widgets"]
+    assert not {"model_choice", "ro_fusion", "ro_residual"} & set(drawn["widgets"])  # the part alone
+    assert url_params(page)["ro_layer"] == "1" and url_params(page)["ro_residual"] == "0.6"
     m1 = 0.4 * att[1].mean(axis=0) + 0.6 * np.eye(n)
     m1 /= m1.sum(axis=1, keepdims=True)
     np.testing.assert_allclose(second, m1 @ _rollout_layer0(att, 0.6), atol=3e-4)
