@@ -121,7 +121,7 @@ dictionary answers with one animal, attention with a blend that turns into that 
                   delta=f"{res.soft_value - res.hard_value:+.2f} years from attention", delta_color="off")
         st.caption("Because every step is smooth, gradients flow to every key and value: that is what makes "
                    "the soft lookup trainable, and the hard one not.")
+    lecture_nav(PAGE)
 
 
 lab()
-lecture_nav(PAGE)

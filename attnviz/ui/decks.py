@@ -20,6 +20,7 @@ from attnviz.decks import deck as dk
 from attnviz.decks import store
 from attnviz.errors import AttnvizError
 from attnviz.types import Request
+from attnviz.ui.present import PART_BOX
 from attnviz.ui.registry import HOME, PAGES, page as page_spec
 
 DECK = "deck"  # session key: the Deck being built on the Deck page
@@ -322,14 +323,17 @@ def presenting_deck() -> tuple[str, dk.Deck, int] | None:
 
 # Everything on a slide's page above its first figure (title, explanation, tour, controls), folded away
 # until the slide bar's toggle shows it: the top-level blocks of the page that hold no figure and come
-# before the first one that does, and likewise inside the tabs of that block (the tab bar stays). Only
-# on a page that has a figure; the slide bar itself stays.
+# before the first one that does, and likewise inside the tabs of that block (the tab bar stays) and inside
+# the part of the page (ui.page.part) that holds the first figure. Only on a page that has a figure; the
+# slide bar itself stays.
 _MAIN = '[data-testid="stMainBlockContainer"] > [data-testid="stVerticalBlock"]'
 _FIG = '[data-testid="stPlotlyChart"]'
 _BEFORE = f":not(:has({_FIG})):not(:has({_FIG}) ~ *)"  # no figure in it, nor in any block before it
 _TABS = f'[data-testid="stTabPanel"] > [data-testid="stVerticalBlock"]:has({_FIG}) > {_BEFORE}'
+_PART = f'.st-key-{PART_BOX}:has({_FIG}) > {_BEFORE}'  # a part of the page (ui.page.part) holding the first figure
 FOLD_CSS = (f"<style>{_MAIN}:has({_FIG}) > {_BEFORE}:not(.st-key-deck_bar):not(:has(.st-key-deck_bar)),"
-            f"{_MAIN} > :has({_FIG}):not(:has({_FIG}) ~ *) {_TABS} {{ display: none !important; }}"
+            f"{_MAIN} > :has({_FIG}):not(:has({_FIG}) ~ *) {_TABS},"
+            f"{_MAIN} > :has({_FIG}):not(:has({_FIG}) ~ *) {_PART} {{ display: none !important; }}"
             "</style>")
 BAR_CSS = """<style>
 .st-key-deck_slides { display: none !important; }

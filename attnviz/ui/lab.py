@@ -134,10 +134,9 @@ def stop_page(page_file: str) -> None:
     """Stop a lab page after a plain message, keeping the lecture links, the URL and the share link.
 
     After st.stop() Streamlit drops every later command, including app.py's closing URL sync and
-    'Link to this view' box, so they are done here first. In a part's own rerun (ui.page.part) the lecture links
-    drawn by the last full run below the part are still there."""
+    'Link to this view' box, so they are done here first. A lab's lecture links end its part (ui.page.part), so
+    they are drawn here in a full run and in the part's own reruns alike."""
     from attnviz.ui import page
 
-    if st.session_state.get(page.FULL, True):
-        lecture_nav(page_file)
+    lecture_nav(page_file)
     page.stop()

@@ -9,7 +9,7 @@ import streamlit as st
 
 from attnviz.ui import share
 from attnviz.ui.figure import COUNTER, render_batch_export, reset_counter
-from attnviz.ui.present import apply_presentation
+from attnviz.ui.present import PART_BOX, apply_presentation
 
 # The sidebar's closing boxes are drawn at the end of a run: the deck's "Add this view" into DECK_SLOT, then the batch
 # export and "Link to this view" into SLOT (sidebar containers made after the sidebar's controls). A part reserves
@@ -108,7 +108,8 @@ def part(body):
         if slot is not None:  # written on every run, so that its own reruns may fill it
             with slot:
                 st.session_state[HOLDER] = st.container()
-        body(*args, **kwargs)
+        with st.container(key=PART_BOX):
+            body(*args, **kwargs)
         if not full:
             end()
     return run

@@ -19,6 +19,10 @@ def page_intro(title: str, text: str) -> None:
         st.markdown(text)
 
 
+# The key of the container a part of a page (ui.page.part) draws in: a slide folds what comes before its first figure
+# inside it, as it does on the page itself (ui.decks.FOLD_CSS).
+PART_BOX = "page_part"
+
 PRESENTATION_CSS = """
 <style>
 html { font-size: 21px; }

@@ -51,3 +51,32 @@ def test_the_temperature_lab_reruns_alone_and_the_link_follows(app_server, page)
     assert "temp_T=0.79" in page.evaluate(code)
     assert page.get_by_text("The worked example at T = 0.79").count() == 1
     assert page.locator('[data-testid="stSidebar"] [data-testid="stExpander"]', has_text="Link to this view").count() == 1
+
+
+@pytest.mark.browser
+def test_the_scaling_lab_reruns_alone_and_keeps_its_lecture_links(app_server, page):
+    """Every lab but the multi-head one is a part of its page below the header: a slider reruns the lab without the
+    sidebar, the figures follow, and the lecture links at its end are drawn again with it."""
+    from tests.browser.helpers import sent_elements, url_params
+
+    frames = []
+    page.on("websocket", lambda ws: ws.on("framereceived", lambda payload: frames.append(payload)))
+    page.goto(app_server.url + "/lab_scaling?scaling_dk=512")
+    wait_for_app(page)
+    page.locator(".st-key-scaling_hist .js-plotly-plot").wait_for()
+    nav = page.get_by_role("link", name="Next: ")
+    assert nav.count() == 1
+    frames.clear()
+    thumb = page.locator('.st-key-scaling_dk input[type="range"]').first
+    thumb.focus()
+    page.keyboard.press("ArrowLeft")  # one notch: d_k 512 -> 256
+    page.wait_for_function("() => new URL(location.href).searchParams.get('scaling_dk') === '256'", timeout=30_000)
+    wait_for_app(page)
+    drawn = sent_elements(frames)
+    assert "scaling_hist" in drawn["charts"] and "scaling_dk" in drawn["widgets"]
+    assert not {"model_choice", "use_pair"} & set(drawn["widgets"])  # the sidebar was not sent again
+    marker = page.evaluate("""() => { const el = document.querySelector('.st-key-scaling_fig_max .js-plotly-plot');
+        return (el._fullLayout.shapes || []).map(s => s.x0); }""")
+    assert any(abs(x - 256) < 1e-6 for x in marker), marker  # the sweep's marker moved to the new d_k
+    assert url_params(page)["scaling_dk"] == "256" and nav.count() == 1
+    assert page.locator('[data-testid="stSidebar"] [data-testid="stExpander"]', has_text="Link to this view").count() == 1
