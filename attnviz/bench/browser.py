@@ -60,9 +60,9 @@ _STATE_JS = """(sel) => {
 }"""
 
 
-def wire_sent(port: int) -> int | None:
-    """Bytes sent so far on this machine's open TCP connections from `port` (the kernel's count of what went on
-    the wire, after the websocket's compression); None without `ss`."""
+def wire_sent(port: int) -> dict[str, int] | None:
+    """Bytes sent so far on each of this machine's open TCP connections from `port` (the kernel's count of what went
+    on the wire, after the websocket's compression), by peer address; None without `ss`."""
     import shutil
     import subprocess
 
@@ -70,7 +70,23 @@ def wire_sent(port: int) -> int | None:
         return None
     out = subprocess.run(["ss", "-tinH", "state", "established", f"( sport = :{port} )"],
                          capture_output=True, text=True, timeout=10).stdout
-    return sum(int(m) for m in re.findall(r"bytes_sent:(\d+)", out))
+    # each connection: a line with its addresses, then a line with its counters
+    sent, peer = {}, None
+    for line in out.splitlines():
+        found = re.search(r"bytes_sent:(\d+)", line)
+        if found and peer is not None:
+            sent[peer] = int(found.group(1))
+        elif line.strip() and not found:
+            peer = line.split()[-1]
+    return sent
+
+
+def wire_delta(before: dict[str, int] | None, after: dict[str, int] | None) -> int | None:
+    """Bytes sent between two wire_sent readings: growth of the connections open at both, all of a new one's
+    (a connection closed in between loses what it sent after the first reading)."""
+    if before is None or after is None:
+        return None
+    return sum(n - before.get(peer, 0) for peer, n in after.items())
 
 
 class Browser:
@@ -143,8 +159,7 @@ class Browser:
         t0 = time.perf_counter()
         act()
         seconds = self.settle(sel, before, t0)
-        after = wire_sent(self.port)
-        return 1000.0 * seconds, self.received - sent, None if wire is None or after is None else after - wire
+        return 1000.0 * seconds, self.received - sent, wire_delta(wire, wire_sent(self.port))
 
     # -- the controls ---------------------------------------------------------------------------
 
