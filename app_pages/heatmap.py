@@ -23,6 +23,8 @@ from attnviz.heatmap.views import PAIR_BLOCKS, colour_range, select_view
 bind({"hm_stack": str, "hm_hide_special": bool, "hm_renorm": bool, "hm_scale": str, "hm_palette": str,
       "hm_block": str, "hm_focus": int})
 
+BLOCK_NAMES = {"A→A": "sentence A → sentence A", "B→B": "sentence B → sentence B", "A→B": "sentence A → sentence B",
+               "B→A": "sentence B → sentence A"}
 STACK_LABELS = {"self": "self-attention", "decoder": "decoder self-attention", "cross": "cross-attention (decoder → encoder)"}
 
 st.title("Attention heatmap")
@@ -74,6 +76,7 @@ renorm = st.session_state.get("hm_renorm", True)
 scale = st.session_state.get("hm_scale", "linear")
 palette = PALETTES[st.session_state.get("hm_palette", next(iter(PALETTES)))]
 
+
 # --- the head grid, one head and the token focus: rerun alone when the head changes ---------------
 @part
 def heads_view() -> None:
@@ -110,8 +113,6 @@ def heads_view() -> None:
                     selection_mode="points", exports=False, serve_pictures=True)
 
     # --- one head ---------------------------------------------------------------------------
-    BLOCK_NAMES = {"A→A": "sentence A → sentence A", "B→B": "sentence B → sentence B", "A→B": "sentence A → sentence B",
-                   "B→A": "sentence B → sentence A"}
     head_name = "heads summed" if result.quantity == "ALTI" else f"head {head}"
     st.subheader(f"Layer {layer}, " + ("heads summed (ALTI)" if result.quantity == "ALTI" else f"head {head}")
                  + (f" · block {BLOCK_NAMES[block]}" if block != "all" else "")

@@ -20,6 +20,4 @@ DEFAULTS = {"pe_maxlen": 128, "pe_dmodel": 128, "pe_base": 10000.0, "pe_rope_d":
 bind({"pe_tab": str, **{k: type(v) for k, v in DEFAULTS.items()}, "pe_eq_scheme": str})
 for key, value in DEFAULTS.items():
     st.session_state.setdefault(key, value)
-if st.session_state.get("pe_tab") not in TABS:
-    st.session_state["pe_tab"] = next(iter(TABS))
 lazy_tabs(list(TABS), "pe_tab", tuple(TABS.values()))  # only the open tab runs

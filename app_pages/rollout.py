@@ -64,6 +64,7 @@ except AttnvizError as e:
     st.warning(str(e))
     stop_page()
 
+
 @part
 def after_layer() -> None:
     """The layer slider and everything it changes: the maps, one output token's sources and the attention flow.

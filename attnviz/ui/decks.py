@@ -331,9 +331,9 @@ _FIG = '[data-testid="stPlotlyChart"]'
 _BEFORE = f":not(:has({_FIG})):not(:has({_FIG}) ~ *)"  # no figure in it, nor in any block before it
 _TABS = f'[data-testid="stTabPanel"] > [data-testid="stVerticalBlock"]:has({_FIG}) > {_BEFORE}'
 _PART = f'.st-key-{PART_BOX}:has({_FIG}) > {_BEFORE}'  # a part of the page (ui.page.part) holding the first figure
+_FIRST = f"{_MAIN} > :has({_FIG}):not(:has({_FIG}) ~ *)"  # the top-level block holding the first figure
 FOLD_CSS = (f"<style>{_MAIN}:has({_FIG}) > {_BEFORE}:not(.st-key-deck_bar):not(:has(.st-key-deck_bar)),"
-            f"{_MAIN} > :has({_FIG}):not(:has({_FIG}) ~ *) {_TABS},"
-            f"{_MAIN} > :has({_FIG}):not(:has({_FIG}) ~ *) {_PART} {{ display: none !important; }}"
+            f"{_FIRST} {_TABS}, {_FIRST} {_PART} {{ display: none !important; }}"
             "</style>")
 BAR_CSS = """<style>
 .st-key-deck_slides { display: none !important; }

@@ -64,7 +64,9 @@ def render_link() -> None:
 
 def lazy_tabs(labels, key: str, views, *args) -> None:
     """Tabs of which only the open one runs: views[i](*args) inside tab i when it is open. The open tab is kept under
-    `key`, which a page binds to put it into the link."""
+    `key`, which a page binds to put it into the link; a value that names no tab opens the first."""
+    if st.session_state.get(key) not in labels:
+        st.session_state[key] = labels[0]
     for tab, view in zip(st.tabs(labels, key=key, on_change="rerun"), views, strict=True):
         if tab.open:
             with tab:
