@@ -214,13 +214,19 @@ def from_link(key: str):
     return None
 
 
-def bind(keys: dict[str, type], former: dict[str, str] | None = None) -> None:
+def bind(keys: dict[str, type], former: dict[str, str] | None = None, replacing: str | None = None) -> None:
     """A page's main settings (widget keys -> type) that go into the URL. Call before the widgets.
-    former: {earlier URL name: key} for settings renamed since links were shared (old links keep working)."""
+    former: {earlier URL name: key} for settings renamed since links were shared (old links keep working).
+    replacing: a key prefix; the page's other settings with it leave the URL (a setting with one widget per
+    value of another, bound again in a part of the page when that other value changes)."""
     _restore(keys, former)
     _revive(keys)
     _resend(keys)
-    st.session_state.setdefault(_PAGE_KEYS, {}).update(keys)
+    page_keys = st.session_state.setdefault(_PAGE_KEYS, {})
+    if replacing:
+        for key in [k for k in page_keys if k.startswith(replacing) and k not in keys]:
+            del page_keys[key]
+    page_keys.update(keys)
     st.session_state.setdefault(_ALL_KEYS, {}).update(keys)
 
 

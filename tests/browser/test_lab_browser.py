@@ -55,8 +55,8 @@ def test_the_temperature_lab_reruns_alone_and_the_link_follows(app_server, page)
 
 @pytest.mark.browser
 def test_the_scaling_lab_reruns_alone_and_keeps_its_lecture_links(app_server, page):
-    """Every lab but the multi-head one is a part of its page below the header: a slider reruns the lab without the
-    sidebar, the figures follow, and the lecture links at its end are drawn again with it."""
+    """Every lab is a part of its page below the header: a slider reruns the lab without the sidebar, the figures
+    follow, and the lecture links at its end are drawn again with it."""
     from tests.browser.helpers import sent_elements, url_params
 
     frames = []
@@ -79,4 +79,43 @@ def test_the_scaling_lab_reruns_alone_and_keeps_its_lecture_links(app_server, pa
         return (el._fullLayout.shapes || []).map(s => s.x0); }""")
     assert any(abs(x - 256) < 1e-6 for x in marker), marker  # the sweep's marker moved to the new d_k
     assert url_params(page)["scaling_dk"] == "256" and nav.count() == 1
+    assert page.locator('[data-testid="stSidebar"] [data-testid="stExpander"]', has_text="Link to this view").count() == 1
+
+
+@pytest.mark.browser
+def test_the_multi_head_lab_reruns_alone_and_its_link_names_one_kv_slider(app_server, page):
+    """The KV-heads slider has one key per head count (its options depend on it). A new head count reruns the lab
+    alone; the URL and the link box then name the new count's slider and drop the previous one."""
+    from tests.browser.helpers import sent_elements, url_params
+
+    frames = []
+    page.on("websocket", lambda ws: ws.on("framereceived", lambda payload: frames.append(payload)))
+    page.goto(app_server.url + "/lab_multihead?mh_heads=4&mh_kv_4=2")
+    wait_for_app(page)
+    page.locator(".st-key-mh_fig_head_3 .js-plotly-plot").wait_for()
+    assert page.get_by_text("head 4 (KV head 2)").count() == 1  # 4 query heads share 2 KV heads
+    code = """() => [...document.querySelectorAll('[data-testid="stSidebar"] [data-testid="stCode"] code')]
+        .map(e => e.textContent).join(' ')"""
+    assert "mh_kv_4=2" in page.evaluate(code)
+    frames.clear()
+    box = page.get_by_label("heads h", exact=True)
+    box.fill("8")
+    box.press("Enter")
+    page.wait_for_function("() => new URL(location.href).searchParams.get('mh_heads') === '8'", timeout=30_000)
+    wait_for_app(page)
+    page.locator(".st-key-mh_fig_head_7 .js-plotly-plot").wait_for()
+    drawn = sent_elements(frames)
+    assert "mh_fig_head_7" in drawn["charts"] and "mh_kv_8" in drawn["widgets"]
+    assert not {"model_choice", "use_pair"} & set(drawn["widgets"])  # the sidebar was not sent again
+    params = url_params(page)
+    assert params["mh_kv_8"] == "8" and "mh_kv_4" not in params  # the previous head count's slider left the link
+    link = page.evaluate(code)
+    assert "mh_kv_8=8" in link and "mh_kv_4" not in link
+    thumb = page.locator('.st-key-mh_kv_8 input[type="range"]').first
+    thumb.focus()
+    page.keyboard.press("ArrowLeft")  # KV heads 8 -> 4: pairs of query heads share one
+    page.wait_for_function("() => new URL(location.href).searchParams.get('mh_kv_8') === '4'", timeout=30_000)
+    wait_for_app(page)
+    assert page.get_by_text("head 8 (KV head 4)").count() == 1
+    assert page.get_by_role("link", name="Next: ").count() == 1
     assert page.locator('[data-testid="stSidebar"] [data-testid="stExpander"]', has_text="Link to this view").count() == 1
