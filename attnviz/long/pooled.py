@@ -2,7 +2,8 @@
 
 Tiles follow np.array_split: with n = tiles * s + r, the first r tiles span s + 1 positions and the rest s,
 on both axes. A tile holds the mean or the max of the weights in it (hidden cells count as 0, as in the
-dense map). Query blocks are whole tile rows, so no tile is ever split between two blocks."""
+dense map). Query blocks are whole tile rows, or parts of one tile row when a tile row is taller than a block
+may be (long inputs: the block's weights must stay in the cache); the parts of a tile row add up in its tiles."""
 from __future__ import annotations
 
 import io
@@ -28,11 +29,17 @@ def tile_edges(n: int, tiles: int) -> np.ndarray:
 
 
 def row_blocks(edges: np.ndarray, rows: int) -> list[tuple[int, int]]:
-    """[(q0, q1)]: consecutive whole tile rows, about `rows` positions each (at least one tile)."""
+    """[(q0, q1)]: consecutive whole tile rows, about `rows` positions each; a tile row taller than `rows` is
+    cut into near-equal parts of at most `rows` rows."""
     out, start = [], 0
     for i in range(1, len(edges)):
-        if edges[i] - edges[start] >= rows or i == len(edges) - 1:
-            out.append((int(edges[start]), int(edges[i])))
+        a, b = int(edges[start]), int(edges[i])
+        if i == start + 1 and b - a > rows:  # a tile row taller than a block (the tall tiles come first)
+            cuts = np.linspace(a, b, -(-(b - a) // rows) + 1).round().astype(int)
+            out.extend((int(c0), int(c1)) for c0, c1 in zip(cuts[:-1], cuts[1:]))
+            start = i
+        elif b - a >= rows or i == len(edges) - 1:
+            out.append((a, b))
             start = i
     return out
 
@@ -89,16 +96,24 @@ class Pooler:
         return int(self.edges[np.searchsorted(self.edges, k0, side="right") - 1])
 
     def add(self, layer: int, w, q0: int, k0: int):
-        """w: torch float32 (head, q1-q0, K) weights of rows q0.. (whole tile rows) over keys k0..k0+K-1,
-        k0 a tile edge and k0+K a tile edge; cells outside are 0. Rows first (one pass over w, its last axis
+        """w: torch float32 (head, q1-q0, K) weights of rows q0.. (whole tile rows, or part of one tile row) over
+        keys k0..k0+K-1, k0 a tile edge and k0+K a tile edge or the end of a causal part row's keys (the rest of
+        that key tile is hidden from its rows); cells outside are 0. Rows first (one pass over w, its last axis
         contiguous; tile rows of one size in one call), then the small (head, tile rows, K) sums are cut into
         key tiles. Returns torch float32 (head, K): the weights summed over all the block's rows."""
         e = self.edges
         H, B, K = w.shape
         a = int(np.searchsorted(e, k0))  # first key tile
-        b = int(np.searchsorted(e, k0 + K))  # one past the last key tile
-        split = int(e[min(max(self.big, a), b)]) - k0  # key tiles before `big` span s + 1 positions
-        ta, tb = int(np.searchsorted(e, q0)), int(np.searchsorted(e, q0 + B))  # this block's tile rows
+        b = int(np.searchsorted(e, k0 + K))  # one past the last key tile (a part of it included)
+        split = min(int(e[min(max(self.big, a), b)]) - k0, K)  # key tiles before `big` span s + 1 positions
+        ta = int(np.searchsorted(e, q0, side="right")) - 1  # the tile row of the first row
+        if e[ta] != q0 or e[min(ta + 1, len(e) - 1)] > q0 + B:  # part of one tile row: its rows go in whole
+            rows_sum = w.sum(1, keepdim=True)  # (H, 1, K)
+            self.sum[layer, :, ta:ta + 1, a:b] += self._tiles(rows_sum, split, "sum")
+            np.maximum(self.max[layer, :, ta:ta + 1, a:b], self._tiles(w.amax(1, keepdim=True), split, "max"),
+                       out=self.max[layer, :, ta:ta + 1, a:b])
+            return rows_sum[:, 0]
+        tb = int(np.searchsorted(e, q0 + B))  # one past this block's last tile row
         mid = min(max(self.big, ta), tb)  # tile rows before `big` span s + 1 rows
         total = None
         for t0, t1, size in ((ta, mid, self.size + 1), (mid, tb, self.size)):
@@ -115,15 +130,20 @@ class Pooler:
         return total
 
     def _tiles(self, x, split: int, how: str) -> np.ndarray:
-        """(H, R, K) -> (H, R, key tiles): sum or max over each tile's columns (sizes s + 1 up to `split`, then s)."""
+        """(H, R, K) -> (H, R, key tiles): sum or max over each tile's columns (sizes s + 1 up to `split`, then s;
+        the last tile may be cut short at K)."""
         import torch
 
         H, R, K = x.shape
         parts = []
         for lo, hi, size in ((0, split, self.size + 1), (split, K, self.size)):
-            if hi > lo:
-                v = x[:, :, lo:hi].reshape(H, R, (hi - lo) // size, size)
+            whole = lo + (hi - lo) // size * size
+            if whole > lo:
+                v = x[:, :, lo:whole].reshape(H, R, (whole - lo) // size, size)
                 parts.append(v.sum(-1) if how == "sum" else v.amax(-1))
+            if hi > whole:  # the cut-short last tile
+                rest = x[:, :, whole:hi]
+                parts.append(rest.sum(-1, keepdim=True) if how == "sum" else rest.amax(-1, keepdim=True))
         return (parts[0] if len(parts) == 1 else torch.cat(parts, -1)).numpy()
 
     def result(self) -> PooledGrid:

@@ -8,7 +8,7 @@ from attnviz.errors import AttentionUnavailable, BadInput
 from attnviz.progress import Cancelled
 from attnviz.examples import long_text
 from attnviz.extract import extract
-from attnviz.long.pooled import pooled_grid, tile_edges
+from attnviz.long.pooled import pooled_grid, row_blocks, tile_edges
 from attnviz.long.record import record
 from attnviz.long.summaries import summarise
 from attnviz.metrics.entropy import head_entropy, row_entropy
@@ -192,6 +192,22 @@ def _dense_pool(att, edges, how):
     return out
 
 
+@pytest.mark.parametrize("n,tiles,rows", [(8192, 64, 32), (203, 10, 7), (300, 64, 50), (10, 4, 1), (1, 1, 64)])
+def test_row_blocks_cover_every_row_once_within_tile_rows(n, tiles, rows):
+    edges = tile_edges(n, tiles)
+    blocks = row_blocks(edges, rows)
+    assert blocks[0][0] == 0 and blocks[-1][1] == n
+    assert all(b0[1] == b1[0] for b0, b1 in zip(blocks, blocks[1:]))  # consecutive, no gap, no overlap
+    tall = int(np.diff(edges).min()) > rows
+    for q0, q1 in blocks:
+        t = int(np.searchsorted(edges, q0, side="right")) - 1
+        if tall:  # parts of one tile row, none taller than `rows`
+            assert q1 - q0 <= rows and q1 <= edges[t + 1]
+        else:  # whole tile rows
+            assert q0 in edges and q1 in edges
+    assert (len(blocks) == 256) == (n == 8192)  # 64 tile rows of 128 tokens, each in 4 parts of 32
+
+
 def test_tile_edges_follow_array_split():
     assert list(tile_edges(10, 4)) == [0, 3, 6, 8, 10]
     assert list(tile_edges(3, 64)) == [0, 1, 2, 3]  # never more tiles than positions
@@ -199,14 +215,16 @@ def test_tile_edges_follow_array_split():
         tile_edges(10, 0)
 
 
-@pytest.mark.parametrize("which,n,tiles", [("llama", 300, 64), ("llama", 256, 16), ("mistral", 203, 10)])
-def test_pooled_tiles_equal_a_straightforward_pooling(which, n, tiles, llama, mistral):
+@pytest.mark.parametrize("which,n,tiles,rows", [("llama", 300, 64, 50), ("llama", 256, 16, 50), ("mistral", 203, 10, 50),
+                                                ("mistral", 203, 10, 7), ("llama", 300, 8, 16)])
+def test_pooled_tiles_equal_a_straightforward_pooling(which, n, tiles, rows, llama, mistral):
+    """rows below a tile row's height (7 and 16 rows for tile rows of 20-21 and 37-38): parts of a tile row."""
     r, la = _pair({"llama": llama, "mistral": mistral}[which], n)
-    g = pooled_grid(la, tiles=tiles, rows=50)
+    g = pooled_grid(la, tiles=tiles, rows=rows)
     assert list(g.edges) == list(tile_edges(n, tiles))
     np.testing.assert_allclose(g.mean, _dense_pool(r.attention, g.edges, "mean"), atol=1e-7)
     np.testing.assert_allclose(g.max, _dense_pool(r.attention, g.edges, "max"), atol=1e-7)
-    s = summarise(la, tiles=tiles, rows=50)  # the summaries' pass pools the same way
+    s = summarise(la, tiles=tiles, rows=rows)  # the summaries' pass pools the same way
     np.testing.assert_allclose(s.pooled.mean, g.mean, atol=1e-7)
     np.testing.assert_allclose(s.pooled.max, g.max, atol=1e-7)
     assert g.payload_bytes("mean", "float16") == la.n_layers * la.n_heads * len(g.edges[1:]) ** 2 * 2

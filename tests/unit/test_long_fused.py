@@ -12,10 +12,10 @@ from tests.unit.test_long import llama, mistral  # noqa: F401  (fixtures)
 TEXT = long_text(2000)
 
 
-def _same(loaded, n, tiles=48):
+def _same(loaded, n, tiles=48, rows=None):
     plain = record(loaded, TEXT, max_tokens=n)
     ref = summarise(plain, tiles=tiles)
-    la, s = record_with_summaries(loaded, TEXT, max_tokens=n, tiles=tiles)
+    la, s = record_with_summaries(loaded, TEXT, max_tokens=n, tiles=tiles, **({} if rows is None else {"rows": rows}))
     # the layers after the first ran on outputs computed by the fused pass: their q and k match SDPA's run
     np.testing.assert_allclose(la.query, plain.query, atol=2e-5)
     np.testing.assert_allclose(la.key, plain.key, atol=2e-5)
@@ -32,6 +32,13 @@ def _same(loaded, n, tiles=48):
 @pytest.mark.parametrize("n", [16, 512])
 def test_fused_pass_equals_sdpa_then_summaries_on_a_gqa_llama(llama, n):
     _same(llama, n)
+
+
+def test_fused_pass_in_parts_of_tile_rows_equals_sdpa_then_summaries(llama, mistral):
+    """Blocks of 4 rows inside tile rows of 10-11 (512 tokens, 48 tiles) add up in their tiles, as blocks of 128
+    rows do inside the tile rows of 256 of a 16,384-token input."""
+    _same(llama, 512, rows=4)
+    _same(mistral, 300, tiles=20, rows=4)  # sliding window, tile rows of 15
 
 
 def test_fused_pass_equals_sdpa_then_summaries_with_a_sliding_window(mistral):
