@@ -110,6 +110,27 @@ GGUF_STAGES = (0.18, 0.75, 0.97)  # then saving the converted copy up to 1.0
 UNITS = 100  # progress is reported in hundredths of the load
 
 
+def one_call_at_a_time(tokenizer):
+    """The tokenizer, its calls made one at a time. A fast (Rust) tokenizer keeps its truncation and padding
+    settings in its backend and sets them at the start of each call: a page's run and a background job (a long
+    recording, a generation) tokenising at once could otherwise see each other's settings, and a text truncated to
+    2,048 tokens come out whole. Slow tokenizers are returned as they are."""
+    import threading
+
+    encode = getattr(tokenizer, "_encode_plus", None)
+    if encode is None or not hasattr(tokenizer, "_tokenizer") or getattr(encode, "one_at_a_time", False):
+        return tokenizer
+    lock = threading.RLock()
+
+    def locked(*args, **kwargs):
+        with lock:
+            return encode(*args, **kwargs)
+
+    locked.one_at_a_time = True
+    tokenizer._encode_plus = locked
+    return tokenizer
+
+
 def load_hf(name: str, *, gguf_file: str | None = None, source: str = "", progress: Progress | None = None):
     """(model, tokenizer, facts) for a hub id or a local folder, eager attention, eval mode.
 
@@ -197,7 +218,7 @@ def _load(name: str, *, gguf_file: str | None = None, source: str = "", progress
             where, config=config, attn_implementation="eager", local_files_only=local_only, **kwargs
         )
         report(progress, int(UNITS * stages[1]), UNITS, "weights read; reading the tokenizer")
-        tokenizer = AutoTokenizer.from_pretrained(where, local_files_only=local_only, **kwargs)
+        tokenizer = one_call_at_a_time(AutoTokenizer.from_pretrained(where, local_files_only=local_only, **kwargs))
         report(progress, int(UNITS * stages[2]), UNITS, "tokenizer read")
     except ValueError as e:
         text = str(e)

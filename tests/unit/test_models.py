@@ -253,3 +253,36 @@ def test_parameter_count_and_the_randomisation_default(minilm):
     assert parameter_count(minilm) == embeddings + layers * layer + pooler == 22_713_216
     assert randomise_by_default(parameter_count(minilm))  # MiniLM: on
     assert RANDOMISE_MAX_PARAMETERS == 50_000_000 and not randomise_by_default(134_515_008)  # SmolLM2-135M: off
+
+
+def test_a_background_job_and_a_page_run_tokenising_at_once_keep_their_own_truncation(minilm):
+    """A fast tokenizer sets its truncation in its backend at the start of each call. While another thread tokenises
+    the same text whole and at another length (a page's run beside a background recording), every truncated encode
+    here still keeps its own 64 tokens. Without the loaded tokenizer's one-call-at-a-time guard, about one encode
+    in 500 came out at the other thread's length (the whole text, or 100 tokens)."""
+    import sys
+    import threading
+
+    from attnviz.examples import long_text
+    from attnviz.extract import encode
+
+    assert getattr(minilm.tokenizer._encode_plus, "one_at_a_time", False)
+    text = long_text(300)
+    stop, lengths = threading.Event(), []
+
+    def other():
+        while not stop.is_set():
+            minilm.tokenizer(text)
+            minilm.tokenizer(text, truncation=True, max_length=100)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible: the race shows within a few thousand calls
+    t = threading.Thread(target=other)
+    t.start()
+    try:
+        lengths = [len(encode(minilm, text, max_tokens=64).ids) for _ in range(3000)]
+    finally:
+        stop.set()
+        t.join()
+        sys.setswitchinterval(interval)
+    assert len(lengths) == 3000 and set(lengths) == {64}, sorted(set(lengths))
