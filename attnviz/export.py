@@ -215,6 +215,38 @@ def titled_svg(svg: bytes, title: str) -> bytes:
     return (text[:m.end()] + f"<title>{html.escape(title, quote=False)}</title>" + text[m.end():]).encode("utf-8")
 
 
+# Seconds a server-side render may take before it is tried once more with a fresh Chromium (one figure; a batch
+# gets RENDER_SECONDS_EACH more per figure). Chromium started under heavy load can come up without the page that
+# draws, and kaleido then waits for it without end: the wait is cut here instead.
+RENDER_SECONDS = 60.0
+RENDER_SECONDS_EACH = 5.0
+
+
+def rendered(work, seconds: float, what: str):
+    """work() (a kaleido render), given `seconds` to finish and tried once more if it does not; AttnvizError when
+    neither try finished. A try that never finishes is left to itself in a daemon thread (its Chromium idles)."""
+    import threading
+
+    for _ in range(2):
+        out: dict = {}
+
+        def run():
+            try:
+                out["value"] = work()
+            except BaseException as e:  # noqa: BLE001 (handed to the caller's thread)
+                out["error"] = e
+
+        t = threading.Thread(target=run, daemon=True, name="attnviz-render")
+        t.start()
+        t.join(seconds)
+        if "error" in out:
+            raise out["error"]
+        if "value" in out:
+            return out["value"]
+    raise AttnvizError(f"The {what} did not finish within {seconds:.0f} s twice: Chromium on the server did not answer. "
+                       "Try again in a moment; the camera icon on each figure saves a PNG in the browser meanwhile.")
+
+
 def figure_image(fig, fmt: str = "svg", scale: float = 2.0, title: str = "") -> bytes:
     """SVG or PNG bytes rendered server-side by kaleido driving the installed Chromium. An SVG carries
     the figure's title (or `title` for a figure without one) as its <title>."""
@@ -224,7 +256,11 @@ def figure_image(fig, fmt: str = "svg", scale: float = 2.0, title: str = "") -> 
                            "`make test` installs it). The camera icon on each figure saves a PNG in the browser.")
     os.environ.setdefault("BROWSER_PATH", path)
     try:
-        data = export_ready(fig).to_image(format=fmt, scale=scale if fmt == "png" else 1)
+        ready = export_ready(fig)
+        data = rendered(lambda: ready.to_image(format=fmt, scale=scale if fmt == "png" else 1), RENDER_SECONDS,
+                        f"{fmt.upper()} export")
+    except AttnvizError:
+        raise
     except Exception as e:  # kaleido/Chromium failures become a plain message
         raise AttnvizError(f"The {fmt.upper()} export failed: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from e
     return titled_svg(data, figure_title(fig) or title) if fmt == "svg" else data
@@ -256,9 +292,12 @@ def figures_zip(named_figures, fmt: str = "png", scale: float = 2.0) -> bytes:
         try:
             ready = [export_ready(fig) for _, fig in named]
             # the batch writer ignores layout sizes (every image would be 700 x 500): pass them
-            pio.write_images(ready, paths, format=fmt, scale=scale if fmt == "png" else 1,
-                             width=[f.layout.width or None for f in ready],
-                             height=[f.layout.height or None for f in ready])
+            rendered(lambda: pio.write_images(ready, paths, format=fmt, scale=scale if fmt == "png" else 1,
+                                              width=[f.layout.width or None for f in ready],
+                                              height=[f.layout.height or None for f in ready]),
+                     RENDER_SECONDS + RENDER_SECONDS_EACH * len(ready), "batch export")
+        except AttnvizError:
+            raise
         except Exception as e:
             raise AttnvizError(f"The batch export failed: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from e
         buf = io.BytesIO()

@@ -219,3 +219,33 @@ def test_exported_lines_take_the_colours_the_page_shows():
     strokes = re.findall(r'class="js-line"[^>]*stroke: rgb\(([^)]*)\)', svg)
     colours = list(dict.fromkeys(tuple(int(v) for v in s.split(",")) for s in strokes))
     assert colours == [(0, 104, 201), (131, 201, 255), (255, 43, 43), (255, 171, 171)]  # #0068c9 #83c9ff ...
+
+
+def test_a_render_that_never_finishes_is_tried_again_then_named_in_a_plain_message():
+    """kaleido can wait without end for a Chromium that came up without its page: the render is cut after its time,
+    tried once more, and then the export says so instead of hanging the page."""
+    import threading
+
+    from attnviz.errors import AttnvizError
+    from attnviz.export import rendered
+
+    tries, never = [], threading.Event()
+
+    def hangs():
+        tries.append(1)
+        never.wait()
+
+    with pytest.raises(AttnvizError, match="did not finish within 0 s twice"):
+        rendered(hangs, 0.2, "PNG export")
+    assert len(tries) == 2
+    answers = iter([None, b"png"])
+
+    def second_try_answers():  # the first try hangs, the second (a fresh Chromium) draws
+        if next(answers) is None:
+            never.wait()
+        return b"png"
+
+    assert rendered(second_try_answers, 0.2, "PNG export") == b"png"
+    with pytest.raises(ValueError, match="bad figure"):  # an error inside the render reaches the caller as it is
+        rendered(lambda: (_ for _ in ()).throw(ValueError("bad figure")), 5, "PNG export")
+    never.set()
