@@ -37,6 +37,8 @@ def lab() -> None:
         n_heads = number_box(st, "heads h", 1, 16, 4, key="mh_heads")
     with c4:
         seed = number_box(st, "seed", 0, 9999, 0, key="mh_seed")
+    kv_key = f"mh_kv_{int(n_heads)}"  # one slider per head count: its options depend on it
+    bind({kv_key: int}, replacing="mh_kv_")  # bound before any message, so the link never keeps another count's
     tokens = text.split()
     if not tokens:
         st.warning("Type at least one token.")
@@ -51,8 +53,6 @@ def lab() -> None:
         st.caption("A classic mistake: with d_model = 256 and 6 heads, d_k is not an integer.")
         stop_page(PAGE)
     kv_options = [k for k in range(1, int(n_heads) + 1) if int(n_heads) % k == 0]
-    kv_key = f"mh_kv_{int(n_heads)}"  # one slider per head count: its options depend on it
-    bind({kv_key: int}, replacing="mh_kv_")
     keep_choice(kv_key, kv_options, kv_options[-1])
     n_kv = st.select_slider("KV heads (grouped-query attention: several query heads share one key/value head)",
                             options=kv_options, key=kv_key)

@@ -8,7 +8,7 @@ import functools
 import streamlit as st
 
 from attnviz.ui import share
-from attnviz.ui.figure import COUNTER, render_batch_export, reset_counter
+from attnviz.ui.figure import COUNTER, part_figures, render_batch_export, reset_counter
 from attnviz.ui.present import PART_BOX, apply_presentation
 
 # The sidebar's closing boxes are drawn at the end of a run: the deck's "Add this view" into DECK_SLOT, then the batch
@@ -110,7 +110,7 @@ def part(body):
         if slot is not None:  # written on every run, so that its own reruns may fill it
             with slot:
                 st.session_state[HOLDER] = st.container()
-        with st.container(key=PART_BOX):
+        with st.container(key=PART_BOX), part_figures(name, full):
             body(*args, **kwargs)
         if not full:
             end()

@@ -119,3 +119,13 @@ def test_the_multi_head_lab_reruns_alone_and_its_link_names_one_kv_slider(app_se
     assert page.get_by_text("head 8 (KV head 4)").count() == 1
     assert page.get_by_role("link", name="Next: ").count() == 1
     assert page.locator('[data-testid="stSidebar"] [data-testid="stExpander"]', has_text="Link to this view").count() == 1
+    export = page.locator('[data-testid="stSidebar"] [data-testid="stDownloadButton"]:visible')  # not the hidden former box
+    assert [" ".join(t.split()[1:]) for t in export.all_inner_texts()] == ["All 11 figures of this page (.zip)"]  # split, 8 heads, concat, output (after its icon)
+    box.fill("6")  # 16 / 6 is no whole head width: a message in place of the figures
+    box.press("Enter")
+    page.get_by_text("is not divisible by n_heads = 6").wait_for()
+    wait_for_app(page)
+    page.wait_for_function("() => !new URL(location.href).searchParams.has('mh_kv_8')", timeout=30_000)
+    assert "mh_kv_8" not in page.evaluate(code) and url_params(page)["mh_heads"] == "6"
+    assert export.count() == 0  # no figure on the page, none to export
+    assert page.get_by_role("link", name="Next: ").count() == 1
