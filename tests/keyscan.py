@@ -302,7 +302,9 @@ class Scanner:
                             env[a.id] = env.get(a.id, set()) | v
         called = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
         for node in nodes:
-            if isinstance(node, ast.Subscript) and _is_state(node.value, state):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):  # a nested function (a part's body runner)
+                self._scan_function(mod, node, env)
+            elif isinstance(node, ast.Subscript) and _is_state(node.value, state):
                 self._add(self.value(node.slice, env, mod), where)
             elif isinstance(node, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops) \
                     and any(_is_state(c, state) for c in node.comparators):

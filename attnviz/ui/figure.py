@@ -110,25 +110,23 @@ def page_figures() -> list:
     return list(st.session_state.get(_PAGE_FIGURES, {}).values())
 
 
-_OPEN_PART = "_figures_open_part"  # the part of the page running now, if any
 _PART_FIGURES = "_figures_of_parts"  # part name -> keys of the figures it showed in its last run
 
 
 @contextmanager
 def part_figures(name: str, full: bool):
-    """Around a part's body: the figures it shows are noted as its own, and a rerun of the part alone first drops the
-    figures its previous run showed, so the batch export lists what the page shows now (none after a message)."""
+    """Around a part's body: a rerun of the part alone first drops the figures its previous run showed, so the batch
+    export lists what the page shows now (none after a message); the figures the body shows are then its own."""
     shown = st.session_state.setdefault(_PAGE_FIGURES, {})
     parts = st.session_state.setdefault(_PART_FIGURES, {})
     if not full:
         for key in parts.get(name, ()):
             shown.pop(key, None)
-    parts[name] = set()
-    st.session_state[_OPEN_PART] = name
+    before = set(shown)
     try:
         yield
-    finally:
-        st.session_state[_OPEN_PART] = None
+    finally:  # also after a stop inside the part
+        parts[name] = set(shown) - before
 
 
 def _zip_or_note(figs, fmt):
@@ -219,8 +217,6 @@ def show_figure(fig, key: str | None = None, *, name: str | None = None, exports
     kwargs.setdefault("width", "stretch")
     event = st.plotly_chart(served_pictures(fig, key) if serve_pictures else fig, key=key, config=config, **kwargs)
     st.session_state.setdefault(_PAGE_FIGURES, {})[key] = (name, fig)
-    if st.session_state.get(_OPEN_PART):
-        st.session_state.setdefault(_PART_FIGURES, {}).setdefault(st.session_state[_OPEN_PART], set()).add(key)
     if exports and not presenting():
         with st.container(horizontal=True, gap="small"):
             st.download_button("CSV", lambda: figure_csv(fig), file_name=f"{name}.csv", mime="text/csv",

@@ -40,7 +40,6 @@ GLOBAL_KEYS: dict[str, str] = {
     "batch_export": "every figure of the page as one zip", "_figure_counter": "figures drawn in this run",
     "_page_figures": "the figures of this run, for that zip",
     "_figures_of_parts": "the figures each part showed last, dropped from that zip when it reruns",
-    "_figures_open_part": "the part whose figures are being drawn",
     # a page's run and its parts that rerun alone (ui.page)
     "_closing_slot": "where the sidebar's closing boxes go", "_closing_deck": "where the deck's box goes", "_closing_holder": "a part's place for them",
     "_full_run": "a full run is under way", "_part_counters": "each part's first automatic figure number",
