@@ -107,7 +107,7 @@ class Pooler:
         b = int(np.searchsorted(e, k0 + K))  # one past the last key tile (a part of it included)
         split = min(int(e[min(max(self.big, a), b)]) - k0, K)  # key tiles before `big` span s + 1 positions
         ta = int(np.searchsorted(e, q0, side="right")) - 1  # the tile row of the first row
-        if e[ta] != q0 or e[min(ta + 1, len(e) - 1)] > q0 + B:  # part of one tile row: its rows go in whole
+        if e[ta] != q0 or e[ta + 1] > q0 + B:  # part of one tile row: its rows go in whole
             rows_sum = w.sum(1, keepdim=True)  # (H, 1, K)
             self.sum[layer, :, ta:ta + 1, a:b] += self._tiles(rows_sum, split, "sum")
             np.maximum(self.max[layer, :, ta:ta + 1, a:b], self._tiles(w.amax(1, keepdim=True), split, "max"),
