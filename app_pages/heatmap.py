@@ -132,7 +132,8 @@ def heads_view() -> None:
                            zmin=zmin, zmax=zmax, colorscale=palette, log_floor=log_floor,
                            colorbar_title=("renormalised " if view.renormalised else "") + what,
                            causal=which == "decoder" or (which == "self" and facts.causal)),
-            key="hm_heatmap", name=f"attention-layer{layer}-head{head}" + (f"-{block}" if block != "all" else ""))
+            key="hm_heatmap", name=f"attention-layer{layer}-head{head}" + (f"-{block}" if block != "all" else ""),
+            large_as_bytes=True)
     with info_col:
         head_numbers(attention[layer, head], view, block, what, k_special, hide)
         st.markdown("Read a **row** to see what that token gathers information from; read a **column** "

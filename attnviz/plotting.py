@@ -188,3 +188,80 @@ def colour_lut(colorscale: str = "Viridis", n: int = 256) -> np.ndarray:
     """(n, 3) uint8 colours sampled from a plotly colour scale (same colours as the heatmaps)."""
     samples = sample_colorscale(get_colorscale(colorscale), np.linspace(0, 1, n), colortype="rgb")
     return np.array([unlabel_rgb(s) for s in samples], dtype=np.float64).round().clip(0, 255).astype(np.uint8)
+
+
+# A figure as bytes: a trace's z with more values than this (a 64 x 64 map) goes as float32 after the JSON
+BYTES_ABOVE = 4096
+BYTES_FIELDS = ("z",)
+
+
+def large_arrays(fig: go.Figure) -> list[tuple[int, str]]:
+    """(trace index, field) of the numeric arrays of `fig` large enough to travel as bytes (figure_bytes)."""
+    return [(i, f) for i, t in enumerate(fig.data) for f in BYTES_FIELDS
+            if isinstance(getattr(t, f, None), np.ndarray) and getattr(t, f).size > BYTES_ABOVE
+            and getattr(t, f).dtype.kind in "fiu"]
+
+
+def merged(base: dict, over: dict) -> dict:
+    """`base` with `over` written into it, nested dicts merged (over wins)."""
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = merged(base[k], v) if isinstance(v, dict) and isinstance(base.get(k), dict) else v
+    return out
+
+
+def figure_bytes(fig: go.Figure, extra: dict, *, layout: dict | None = None, colorbar: dict | None = None) -> bytes:
+    """`fig` as one message: a little-endian uint32 length n, n bytes of JSON {figure: the figure without its large
+    arrays (None in their place), arrays: [{trace, field, shape}], digest, **extra}, zero padding to a multiple
+    of 4, then each large array (large_arrays) as little-endian float32, in that order. layout: a base the
+    figure's own layout is written over (its template dropped); colorbar: the same for each heatmap's colour bar.
+    The digest names the message's content (equal figures, equal digests)."""
+    import hashlib
+    import json
+    import struct
+
+    from plotly.utils import PlotlyJSONEncoder
+
+    big = large_arrays(fig)
+    d = fig.to_plotly_json()
+    arrays, blobs = [], []
+    for i, field in big:
+        a = np.ascontiguousarray(getattr(fig.data[i], field), dtype="<f4")
+        arrays.append({"trace": i, "field": field, "shape": list(a.shape)})
+        blobs.append(a.tobytes())
+        d["data"][i][field] = None
+    if colorbar is not None:
+        for t in d["data"]:
+            if t.get("type") == "heatmap" and t.get("showscale", True) is not False:
+                t["colorbar"] = merged(colorbar, t.get("colorbar") or {})
+    if layout is not None:
+        d["layout"] = merged(layout, {k: v for k, v in d.get("layout", {}).items() if k != "template"})
+    body = b"".join(blobs)
+    spec = {"figure": d, "arrays": arrays, **extra}
+    spec["digest"] = hashlib.blake2b(json.dumps(spec, cls=PlotlyJSONEncoder).encode() + body, digest_size=12).hexdigest()
+    head = json.dumps(spec, cls=PlotlyJSONEncoder).encode()
+    return struct.pack("<I", len(head)) + head + b"\0" * ((4 - len(head) % 4) % 4) + body
+
+
+def figure_from_bytes(data: bytes) -> dict:
+    """The JSON of a figure_bytes message, its large arrays back in the figure as numpy float32 (read-only views)."""
+    import json
+    import struct
+
+    n = struct.unpack("<I", data[:4])[0]
+    spec = json.loads(data[4:4 + n])
+    at = 4 + n + (4 - n % 4) % 4
+    for a in spec["arrays"]:
+        size = int(np.prod(a["shape"]))
+        spec["figure"]["data"][a["trace"]][a["field"]] = np.frombuffer(data, "<f4", size, at).reshape(a["shape"])
+        at += 4 * size
+    return spec
+
+
+def plotly_js() -> bytes:
+    """plotly.js as the installed plotly package ships it (minified), for a page to load from the app itself."""
+    from pathlib import Path
+
+    import plotly
+
+    return (Path(plotly.__file__).parent / "package_data" / "plotly.min.js").read_bytes()

@@ -6,10 +6,12 @@ import re
 from contextlib import contextmanager
 
 import streamlit as st
+from streamlit import runtime
 
 from attnviz.errors import AttnvizError
 from attnviz.export import figure_csv, figure_html, figure_image
-from attnviz.plotting import _uses_coloraxis, copy_figure, no_si_prefixes
+from attnviz.plotting import _uses_coloraxis, copy_figure, large_arrays, no_si_prefixes
+from attnviz.ui import plotly_bytes
 from attnviz.ui.present import presenting
 
 PRESENT_FONT = 18  # px: the smallest figure text in presentation mode (the body text's size)
@@ -168,7 +170,6 @@ def served_pictures(fig, key: str):
     moved around a picture that did not change) sends a short link, and the browser reuses the picture it already
     has (plotly's image trace takes data URIs only; a layout image takes a link). `fig` itself keeps them for the
     exports. Without a running server (a bare script, AppTest) `fig` is returned."""
-    from streamlit import runtime
 
     prefix = "data:image/png;base64,"
     found = [i for i, t in enumerate(fig.data) if t.type == "image" and isinstance(t.source, str)
@@ -192,14 +193,16 @@ def served_pictures(fig, key: str):
 
 
 def show_figure(fig, key: str | None = None, *, name: str | None = None, exports: bool = True, toolbar: bool = True,
-                serve_pictures: bool = False, **kwargs):
+                serve_pictures: bool = False, large_as_bytes: bool = False, **kwargs):
     """The one way to draw a plotly figure; returns what st.plotly_chart returns (the selection with on_select:
     read a clicked head with ui.heads.clicked_head(key)).
 
     In presentation mode fonts and heights grow. Below the figure: downloads of its numbers
     (CSV), an offline HTML page and an SVG; the camera icon saves a PNG in the browser. toolbar=False hides
     plotly's buttons (the lab pages' figures). serve_pictures: large pictures in the figure go to the browser
-    as links (see served_pictures), for a figure redrawn often around the same picture."""
+    as links (see served_pictures), for a figure redrawn often around the same picture. large_as_bytes: a figure
+    with a large map (ui.plotly_bytes.BYTES_ABOVE values) is drawn by plotly.js in the page from float32 bytes and
+    redrawn in place (ui.plotly_bytes; not with on_select, and not without a running server, such as AppTest)."""
     key = key or _auto_key(fig)
     title = fig.layout.title.text if fig.layout.title and fig.layout.title.text else None
     name = _slug(name or title or key)
@@ -215,7 +218,11 @@ def show_figure(fig, key: str | None = None, *, name: str | None = None, exports
         config["displayModeBar"] = False
     config.update(kwargs.pop("config", {}))
     kwargs.setdefault("width", "stretch")
-    event = st.plotly_chart(served_pictures(fig, key) if serve_pictures else fig, key=key, config=config, **kwargs)
+    if large_as_bytes and "on_select" not in kwargs and large_arrays(fig) and runtime.exists():
+        plotly_bytes.show(fig, key, config)
+        event = None
+    else:
+        event = st.plotly_chart(served_pictures(fig, key) if serve_pictures else fig, key=key, config=config, **kwargs)
     st.session_state.setdefault(_PAGE_FIGURES, {})[key] = (name, fig)
     if exports and not presenting():
         with st.container(horizontal=True, gap="small"):

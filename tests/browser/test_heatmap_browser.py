@@ -1,8 +1,10 @@
 """Chromium against `streamlit run`: the heatmap page renders and responds."""
+import re
+
 import numpy as np
 import pytest
 
-from tests.browser.helpers import choose, click_marker, plot_z, sent_elements, url_params, wait_plot
+from tests.browser.helpers import bytes_figures, choose, click_marker, plot_z, sent_elements, url_params, wait_plot
 from tests.conftest import wait_for_app
 
 pytestmark = pytest.mark.browser
@@ -17,6 +19,17 @@ def _open(page, app_server):
 def _head_z(page):
     i = wait_plot(page, ytitle="query")
     return np.asarray(plot_z(page, i), dtype=float)
+
+
+def _open_long_text(page, app_server) -> list:
+    """Open the heatmap page on the long example (512 tokens); the list the websocket's frames go into from then."""
+    frames = []
+    page.on("websocket", lambda ws: ws.on("framereceived", lambda payload: frames.append(payload)))
+    _open(page, app_server)
+    choose(page, "Example", "A long text", exact=False)
+    page.get_by_text("512 tokens").first.wait_for(timeout=120_000)
+    wait_for_app(page, timeout=120)
+    return frames
 
 
 def test_default_sentence_heatmap_renders(page, app_server):
@@ -81,12 +94,7 @@ def test_the_grid_picture_is_fetched_once_and_a_head_change_reruns_only_the_head
 
 
 def test_long_text_renders_512_tokens_and_a_new_focus_token_does_not_send_the_map_again(page, app_server):
-    frames = []
-    page.on("websocket", lambda ws: ws.on("framereceived", lambda payload: frames.append(payload)))
-    _open(page, app_server)
-    choose(page, "Example", "A long text", exact=False)
-    page.get_by_text("512 tokens").first.wait_for(timeout=120_000)
-    wait_for_app(page, timeout=120)
+    frames = _open_long_text(page, app_server)
     z = _head_z(page)
     assert z.shape == (512, 512)
     np.testing.assert_allclose(z.sum(axis=1), 1.0, atol=1e-3)
@@ -100,6 +108,47 @@ def test_long_text_renders_512_tokens_and_a_new_focus_token_does_not_send_the_ma
     assert "hm_focus_out" in drawn["charts"] and "hm_heatmap" not in drawn["charts"] and drawn["references"]
     assert len(sent) < 600_000, len(sent)  # the unchanged map (1.4 MB alone) goes as a reference to the browser's copy
     np.testing.assert_allclose(_head_z(page), z, atol=0)
+
+
+def test_a_long_head_comes_as_float32_bytes_into_the_same_chart_and_hovers_its_exact_weight(page, app_server, minilm):
+    """At 512 tokens a head's map travels as float32 bytes (not as 1.4 MB of base64 text inside a figure's JSON),
+    plotly.js redraws the chart that is already there, and the map and its hover are the model's exact weights."""
+    from attnviz.examples import long_text
+    from attnviz.extract import extract
+
+    frames = _open_long_text(page, app_server)
+    chart = page.locator(".st-key-hm_heatmap .js-plotly-plot")
+    chart.evaluate("el => { el.dataset.marked = 'yes'; }")
+    frames.clear()
+    choose(page, "Head", "5")
+    page.locator("h3").filter(has_text="Layer 0, head 5").wait_for()
+    wait_for_app(page, timeout=120)
+    expected = extract(minilm, long_text()).attention[0, 5]
+    assert expected.shape == (512, 512)
+    sent = bytes_figures(frames)["hm_heatmap"]
+    assert sent["arrays"] == [{"trace": 0, "field": "z", "shape": [512, 512]}]
+    np.testing.assert_array_equal(sent["figure"]["data"][0]["z"], expected.astype(np.float32))
+    assert sent["size"] < 512 * 512 * 4 + 60_000  # the weights' own bytes and the figure's JSON around them
+    assert "hm_heatmap" in sent_elements(frames)["charts"]
+    assert chart.evaluate("el => el.dataset.marked") == "yes"  # redrawn in place, not a new chart
+    shown = np.asarray(chart.evaluate("el => el._fullData[0].z.map(r => Array.from(r))"), dtype=np.float32)
+    np.testing.assert_array_equal(shown, expected.astype(np.float32))
+    # hover near the cell (query 300, key 290; a cell is under 2 pixels wide): the label names a cell and its
+    # exact weight to 4 digits
+    q, k = 300, 290
+    xy = chart.evaluate("""(el, [q, k]) => { el.scrollIntoView({block: 'center'});
+        const xa = el._fullLayout.xaxis, ya = el._fullLayout.yaxis, r = el.getBoundingClientRect();
+        return [r.left + xa._offset + xa.l2p(k), r.top + ya._offset + ya.l2p(q)]; }""", [q, k])
+    page.mouse.move(*xy)
+    label = page.locator(".st-key-hm_heatmap .hoverlayer .hovertext")
+    label.first.wait_for(timeout=10_000)
+    text = label.first.text_content()
+    found = re.fullmatch(r"query (\d+): .*key (\d+): .*weight ([0-9.e-]+)", text)
+    assert found, text
+    hq, hk = int(found.group(1)), int(found.group(2))
+    assert abs(hq - q) <= 2 and abs(hk - k) <= 2, text
+    assert expected[hq, hk] > 1e-4  # plotly writes smaller weights without an exponent, Python with one
+    assert float(found.group(3)) == float(f"{expected[hq, hk]:.4g}"), text
 
 
 def test_text_view_follows_the_focus_token(page, app_server, minilm):

@@ -1,0 +1,124 @@
+"""Plotly figures with large maps, drawn by plotly.js in the page from float32 bytes (plotting.figure_bytes).
+
+st.plotly_chart sends a figure as JSON (a 512 x 512 map's weights are 1.4 MB of base64 text inside it), and
+the browser takes every new figure through JSON.stringify, forty string replacements and JSON.parse, twice,
+into a new chart: about 0.6 s of the browser's time for one 512-token head. Here the figure's JSON goes
+without its large arrays, which follow it as raw float32 bytes in the same message, and the chart stays in
+the page: plotly.js redraws it in place (Plotly.react). The weights are the same float32 numbers, so the hover
+shows what it showed. plotly.js itself (the plotly package's own copy) is a file on the app's media endpoint,
+loaded once per page, so nothing comes from off the machine. The exports (ui.figure.show_figure) are made
+from the figure on the server as before."""
+from __future__ import annotations
+
+from functools import lru_cache
+
+import streamlit as st
+
+from attnviz.plotting import figure_bytes, plotly_js
+
+FONT = '"Source Sans", sans-serif'
+TEXT, TITLE, LINE = "#808495", "#2F2D2B", "#e6eaf1"
+
+# Streamlit's plotly theme as the browser resolves it for the light theme (what st.plotly_chart's figures get),
+# for the parts of a map: fonts, axes, hover label, colour bar
+THEME = {
+    "font": {"family": FONT, "size": 12, "color": TEXT},
+    "title": {"font": {"family": FONT, "size": 16, "color": TITLE}, "pad": {"l": 4}, "xanchor": "left", "x": 0},
+    "paper_bgcolor": "#FFFFFF", "plot_bgcolor": "#FFFFFF",
+    "hoverlabel": {"bgcolor": "#FFFFFF", "bordercolor": "#DCD8D4", "font": {"family": FONT, "size": 12, "color": TEXT}},
+    "xaxis": {"tickfont": {"color": TEXT, "size": 12}, "title": {"font": {"color": TEXT, "size": 14}, "standoff": 20},
+              "gridcolor": LINE, "tickcolor": LINE, "zerolinecolor": LINE, "automargin": True},
+    "yaxis": {"tickfont": {"color": TEXT, "size": 12}, "title": {"font": {"color": TEXT, "size": 14}, "standoff": 24},
+              "gridcolor": LINE, "tickcolor": LINE, "zerolinecolor": LINE, "automargin": True},
+    "margin": {"pad": 8},
+}
+COLORBAR = {"outlinewidth": 0, "title": {"font": {"color": TEXT, "size": 14}}, "tickfont": {"color": TEXT, "size": 12}}
+
+_JS = r"""
+const loading = {};
+function plotlyFrom(url) {
+  if (window.Plotly) return Promise.resolve(window.Plotly);
+  if (!loading[url]) {
+    loading[url] = new Promise((ok, fail) => {
+      const s = document.createElement('script');
+      s.src = url;
+      s.onload = () => ok(window.Plotly);
+      s.onerror = () => { delete loading[url]; fail(new Error('plotly.js did not load from ' + url)); };
+      document.head.appendChild(s);
+    });
+  }
+  return loading[url];
+}
+
+function unpack(bytes) {
+  const n = new DataView(bytes.buffer, bytes.byteOffset, 4).getUint32(0, true);
+  const spec = JSON.parse(new TextDecoder().decode(bytes.subarray(4, 4 + n)));
+  let at = 4 + n + ((4 - (n % 4)) % 4);
+  for (const a of spec.arrays) {
+    const size = a.shape.reduce((x, y) => x * y, 1);
+    const flat = new Float32Array(bytes.slice(at, at + 4 * size).buffer);  // a copy: the message's bytes are not aligned
+    at += 4 * size;
+    let value = flat;
+    if (a.shape.length === 2) {
+      value = [];
+      for (let i = 0; i < a.shape[0]; i++) value.push(flat.subarray(i * a.shape[1], (i + 1) * a.shape[1]));
+    }
+    spec.figure.data[a.trace][a.field] = value;
+  }
+  return spec;
+}
+
+export default async function (component) {
+  const { data, parentElement } = component;
+  const bytes = data instanceof Uint8Array ? data : new Uint8Array(data);
+  const turn = (parentElement.__attnvizTurn || 0) + 1;
+  parentElement.__attnvizTurn = turn;
+  const spec = unpack(bytes);
+  let gd = parentElement.querySelector(':scope > .attnviz-plotly');
+  if (!gd) {
+    gd = document.createElement('div');
+    gd.className = 'attnviz-plotly';
+    gd.style.width = '100%';
+    parentElement.appendChild(gd);
+  }
+  if (gd.dataset.digest === spec.digest) return;  // the same figure again (a rerun that did not change it)
+  gd.style.height = (spec.figure.layout.height || 450) + 'px';  // its place is kept while plotly.js loads
+  let Plotly;
+  try {
+    Plotly = await plotlyFrom(spec.plotly);
+  } catch (e) {
+    gd.textContent = 'The figure could not be drawn: ' + e.message + '. Reload the page.';
+    return;
+  }
+  if (parentElement.__attnvizTurn !== turn) return;  // a newer figure came while plotly.js loaded
+  await Plotly.react(gd, spec.figure.data, spec.figure.layout, spec.config);
+  gd.dataset.digest = spec.digest;
+}
+"""
+
+_component = st.components.v2.component("attnviz_plotly_bytes", js=_JS, isolate_styles=False)
+
+
+@lru_cache(maxsize=1)
+def _plotly_js() -> bytes:
+    return plotly_js()
+
+
+def plotly_url() -> str:
+    """plotly.js on the app's media endpoint (added on every run that shows such a figure, so it stays served)."""
+    from streamlit import runtime
+
+    return runtime.get_instance().media_file_mgr.add(_plotly_js(), "text/javascript", "attnviz-plotly-js")
+
+
+def payload(fig, config: dict, url: str) -> bytes:
+    """`fig` as the message the page's script draws (plotting.figure_bytes): its layout over Streamlit's theme,
+    plotly's config, and where plotly.js is."""
+    return figure_bytes(fig, {"config": config, "plotly": url}, layout=THEME, colorbar=COLORBAR)
+
+
+def show(fig, key: str, config: dict) -> None:
+    """Draw `fig` from bytes in an element with the class st-key-<key> (inside it, plotly's own chart div)."""
+    height = fig.layout.height  # its place is kept from the start, so nothing below it moves when plotly draws
+    _component(data=payload(fig, config, plotly_url()), key=key, width="stretch",
+               height=int(height) if height else "content")

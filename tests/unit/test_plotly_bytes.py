@@ -1,0 +1,71 @@
+"""plotting.figure_bytes (as ui.plotly_bytes sends it): a figure with a large map as one message of JSON and
+float32 bytes, and back."""
+import json
+import struct
+
+import numpy as np
+import plotly.graph_objects as go
+
+from attnviz import plotting
+from attnviz.heatmap.figures import heatmap_figure
+from attnviz.ui import plotly_bytes
+
+
+def _map(n: int, seed: int = 0, causal: bool = True):
+    rng = np.random.default_rng(seed)
+    w = rng.random((n, n)).astype(np.float32)
+    w /= w.sum(axis=1, keepdims=True)
+    tokens = [f"t{i}" for i in range(n)]
+    return w, heatmap_figure(w, tokens, tokens, causal=causal, title="a head")
+
+
+def test_the_map_travels_as_float32_and_comes_back_bit_for_bit():
+    w, fig = _map(96)
+    data = plotly_bytes.payload(fig, {"displaylogo": False}, "/media/plotly.js")
+    n = struct.unpack("<I", data[:4])[0]
+    head = json.loads(data[4:4 + n])
+    assert head["arrays"] == [{"trace": 0, "field": "z", "shape": [96, 96]}]
+    assert head["figure"]["data"][0]["z"] is None and "bdata" not in data[4:4 + n].decode()
+    assert len(data) == 4 + n + (4 - n % 4) % 4 + 96 * 96 * 4  # the JSON, its padding, then the weights alone
+    spec = plotting.figure_from_bytes(data)
+    z = spec["figure"]["data"][0]["z"]
+    sent = np.asarray(fig.data[0].z)  # the causal map: future keys blank (NaN), the rest the exact weights
+    assert z.dtype == np.float32 and z.shape == (96, 96)
+    np.testing.assert_array_equal(np.isnan(z), np.triu(np.ones((96, 96), bool), 1))
+    np.testing.assert_array_equal(z[~np.isnan(z)], w[np.tril(np.ones((96, 96), bool))])
+    np.testing.assert_array_equal(z, sent)
+    assert spec["figure"]["data"][0]["x"] == list(fig.data[0].x)
+    assert spec["config"] == {"displaylogo": False} and spec["plotly"] == "/media/plotly.js"
+
+
+def test_the_layout_keeps_the_figures_settings_over_the_theme_without_plotlys_template():
+    _, fig = _map(80)
+    layout = plotting.figure_from_bytes(plotly_bytes.payload(fig, {}, "u"))["figure"]["layout"]
+    assert "template" not in layout
+    assert layout["title"]["text"] == "a head" and layout["title"]["font"] == plotly_bytes.THEME["title"]["font"]
+    assert layout["height"] == fig.layout.height
+    assert layout["yaxis"]["autorange"] == "reversed" and layout["yaxis"]["tickfont"]["color"] == plotly_bytes.TEXT
+    assert layout["xaxis"]["title"]["text"].startswith("key (attended to)")
+    assert layout["xaxis"]["title"]["font"] == plotly_bytes.THEME["xaxis"]["title"]["font"]
+    assert layout["font"]["family"] == plotly_bytes.FONT
+
+
+def test_only_large_numeric_arrays_go_as_bytes_and_the_digest_follows_the_numbers():
+    small_w, small = _map(16)
+    assert plotting.large_arrays(small) == []  # 256 values: the figure's JSON keeps them
+    spec = plotting.figure_from_bytes(plotly_bytes.payload(small, {}, "u"))
+    assert spec["arrays"] == [] and spec["figure"]["data"][0]["z"] is not None
+    big_w = np.random.default_rng(1).random((65, 65)).astype(np.float32)  # 4,225 values: above BYTES_ABOVE
+    fig = go.Figure([go.Heatmap(z=big_w), go.Heatmap(z=small_w, showscale=False)])
+    assert plotting.large_arrays(fig) == [(0, "z")]
+    a = plotting.figure_from_bytes(plotly_bytes.payload(fig, {}, "u"))
+    np.testing.assert_array_equal(a["figure"]["data"][0]["z"], big_w)
+    assert a["figure"]["data"][1]["z"] is not None  # the small one stays in the JSON
+    again = plotting.figure_from_bytes(plotly_bytes.payload(go.Figure([go.Heatmap(z=big_w.copy()),
+                                                                go.Heatmap(z=small_w, showscale=False)]), {}, "u"))
+    assert again["digest"] == a["digest"]
+    changed = big_w.copy()
+    changed[40, 7] = np.nextafter(changed[40, 7], np.float32(2))  # one weight, one step of float32
+    other = plotting.figure_from_bytes(plotly_bytes.payload(go.Figure([go.Heatmap(z=changed),
+                                                                go.Heatmap(z=small_w, showscale=False)]), {}, "u"))
+    assert other["digest"] != a["digest"]
