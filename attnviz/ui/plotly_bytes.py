@@ -24,7 +24,7 @@ TEXT, TITLE, LINE = "#808495", "#2F2D2B", "#e6eaf1"
 THEME = {
     "font": {"family": FONT, "size": 12, "color": TEXT},
     "title": {"font": {"family": FONT, "size": 16, "color": TITLE}, "pad": {"l": 4}, "xanchor": "left", "x": 0},
-    "paper_bgcolor": "#FFFFFF", "plot_bgcolor": "#FFFFFF",
+    "paper_bgcolor": "rgba(0,0,0,0)", "plot_bgcolor": "rgba(0,0,0,0)",  # the page's own background shows
     "hoverlabel": {"bgcolor": "#FFFFFF", "bordercolor": "#DCD8D4", "font": {"family": FONT, "size": 12, "color": TEXT}},
     "xaxis": {"tickfont": {"color": TEXT, "size": 12}, "title": {"font": {"color": TEXT, "size": 14}, "standoff": 20},
               "gridcolor": LINE, "tickcolor": LINE, "zerolinecolor": LINE, "automargin": True},
