@@ -91,7 +91,19 @@ export default async function (component) {
     return;
   }
   if (parentElement.__attnvizTurn !== turn) return;  // a newer figure came while plotly.js loaded
-  await Plotly.react(gd, spec.figure.data, spec.figure.layout, spec.config);
+  const layout = spec.figure.layout;
+  // the same axes as the chart shows (a new head of the same text): keep the margins plotly worked out for their
+  // labels, so that it draws once instead of drawing, widening the margins and drawing again
+  const axes = JSON.stringify([layout.xaxis, layout.yaxis, layout.title, layout.height, layout.margin,
+                               spec.figure.data.map(t => [t.x, t.y, t.colorbar])]);
+  if (gd.__attnvizAxes === axes && gd._fullLayout && gd._fullLayout._size) {
+    const m = gd._fullLayout._size;
+    layout.margin = {...(layout.margin || {}), l: m.l, r: m.r, t: m.t, b: m.b};
+    layout.xaxis = {...layout.xaxis, automargin: false};
+    layout.yaxis = {...layout.yaxis, automargin: false};
+  }
+  await Plotly.react(gd, spec.figure.data, layout, spec.config);
+  gd.__attnvizAxes = axes;
   gd.dataset.digest = spec.digest;
 }
 """
