@@ -61,8 +61,9 @@ def grid_png(attention: np.ndarray, layout: GridLayout, colorscale: str = "Virid
             y0, x0 = layout.gap + layer * step, layout.gap + head * step
             canvas[y0:y0 + layout.thumb, x0:x0 + layout.thumb] = lut[idx]
     buf = io.BytesIO()
-    # zlib level 6: 2% larger than level 9 on a real 512-token grid, 4x faster to encode
-    Image.fromarray(canvas).save(buf, format="PNG", compress_level=6)
+    # zlib level 1: on MiniLM's 512-token grid 390 kB in 19 ms, against 344 kB in 66 ms at level 6 (a new text
+    # waits for this picture; the browser fetches it once from the app's media endpoint)
+    Image.fromarray(canvas).save(buf, format="PNG", compress_level=1)
     return buf.getvalue()
 
 

@@ -117,17 +117,15 @@ def focus_view(layer_attention: np.ndarray, token: int, special_mask: np.ndarray
         raise BadInput("The focus token is a special token, and special tokens are hidden: pick another token, "
                        "or show special tokens again.")
     renorm = bool(renormalise and hide_special and not keys.all())
-    if direction == "out":
-        positions = np.flatnonzero(keys)
-        values = a[:, token, positions]  # (head, n_shown keys)
-        totals = values.sum(axis=1, keepdims=True)  # (head, 1): the token's weight on the keys shown
-    else:
-        positions = np.flatnonzero(queries)
-        values = a[:, positions, token]  # (head, n_shown queries)
-        totals = a[:, positions][:, :, keys].sum(axis=2)  # (head, n_shown): each query's weight on the keys shown
+    positions = np.flatnonzero(keys if direction == "out" else queries)
     if positions.size == 0:
         raise BadInput("Nothing is left to show: every token is a special token. Show special tokens again.")
+    values = a[:, token, positions] if direction == "out" else a[:, positions, token]  # (head, n_shown)
     if renorm:
+        if direction == "out":  # (head, 1): the token's weight on the keys shown
+            totals = values.sum(axis=1, keepdims=True)
+        else:  # (head, n_shown): each query's weight on the keys shown (a pass over the layer: only when renormalising)
+            totals = a[:, positions] @ keys.astype(np.float32)
         values = np.divide(values, totals, out=np.zeros_like(values), where=totals > 0)
     return FocusView(values.astype(np.float32), positions, renorm)
 
