@@ -68,6 +68,23 @@ function unpack(bytes) {
   return spec;
 }
 
+// the toolbar's Fullscreen button, as Streamlit's own charts have it: the chart fills the screen until Esc
+const EXPAND = {width: 512, height: 512,
+                path: 'M0 0h192v64H64v128H0zM320 0h192v192h-64V64H320zM0 320h64v128h128v64H0zM448 320h64v192H320v-64h128z'};
+function fullscreen(Plotly, gd) {
+  if (!gd.__attnvizFullscreen) {
+    gd.__attnvizFullscreen = true;
+    gd.addEventListener('fullscreenchange', () => {
+      const full = document.fullscreenElement === gd;
+      gd.style.background = full ? 'white' : '';
+      Plotly.relayout(gd, full ? {width: window.innerWidth, height: window.innerHeight}
+                               : {width: gd.parentElement.clientWidth, height: gd.__attnvizHeight});
+    });
+  }
+  return {name: 'Fullscreen', title: 'Fullscreen', icon: EXPAND,
+          click: () => (document.fullscreenElement === gd ? document.exitFullscreen() : gd.requestFullscreen())};
+}
+
 export default async function (component) {
   const { data, parentElement } = component;
   const bytes = data instanceof Uint8Array ? data : new Uint8Array(data);
@@ -102,7 +119,13 @@ export default async function (component) {
     layout.xaxis = {...layout.xaxis, automargin: false};
     layout.yaxis = {...layout.yaxis, automargin: false};
   }
-  await Plotly.react(gd, spec.figure.data, layout, spec.config);
+  gd.__attnvizHeight = layout.height || 450;
+  // as Streamlit's charts: no "Share chart" (it would send the data to a web service), no lasso or box select
+  const config = {...spec.config, showSendToCloud: false, showEditInChartStudio: false,
+                  modeBarButtonsToRemove: [...(spec.config.modeBarButtonsToRemove || []), 'sendChartToCloud',
+                                           'lasso2d', 'select2d']};
+  if (config.displayModeBar !== false) config.modeBarButtonsToAdd = [fullscreen(Plotly, gd), ...(config.modeBarButtonsToAdd || [])];
+  await Plotly.react(gd, spec.figure.data, layout, config);
   gd.__attnvizAxes = axes;
   gd.dataset.digest = spec.digest;
 }

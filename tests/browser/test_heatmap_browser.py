@@ -149,6 +149,16 @@ def test_a_long_head_comes_as_float32_bytes_into_the_same_chart_and_hovers_its_e
     assert abs(hq - q) <= 2 and abs(hk - k) <= 2, text
     assert expected[hq, hk] > 1e-4  # plotly writes smaller weights without an exponent, Python with one
     assert float(found.group(3)) == float(f"{expected[hq, hk]:.4g}"), text
+    # its toolbar as Streamlit's charts have it: Fullscreen, and no "Share chart" that would send the data away
+    titles = chart.locator(".modebar-btn").evaluate_all("els => els.map(e => e.dataset.title)")
+    assert "Fullscreen" in titles and "Download plot as a PNG" in titles and not [t for t in titles if "Share" in t]
+    width = chart.evaluate("el => el._fullLayout.width")
+    chart.locator(".modebar-btn[data-title='Fullscreen']").click()
+    page.wait_for_function("() => document.fullscreenElement && document.fullscreenElement._fullLayout.width === window.innerWidth")
+    chart.hover()
+    chart.locator(".modebar-btn[data-title='Fullscreen']").click()
+    page.wait_for_function("() => !document.fullscreenElement")
+    page.wait_for_function("(w) => document.querySelector('.st-key-hm_heatmap .js-plotly-plot')._fullLayout.width === w", arg=width)
 
 
 def test_text_view_follows_the_focus_token(page, app_server, minilm):
