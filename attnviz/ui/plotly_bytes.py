@@ -2,9 +2,9 @@
 
 st.plotly_chart sends a figure as JSON (a 512 x 512 map's weights are 1.4 MB of base64 text inside it), and
 the browser takes every new figure through JSON.stringify, forty string replacements and JSON.parse, twice,
-into a new chart: about 0.6 s of the browser's time for one 512-token head. Here the figure's JSON goes
-without its large arrays, which follow it as raw float32 bytes in the same message, and the chart stays in
-the page: plotly.js redraws it in place (Plotly.react). The weights are the same float32 numbers, so the hover
+into a new chart: for a 512-token head that took longer than the server's whole run (docs/performance.md).
+Here the figure's JSON goes without its large arrays, which follow it as raw float32 bytes in the same
+message, and the chart stays in the page: plotly.js redraws it in place (Plotly.react). The weights are the same float32 numbers, so the hover
 shows what it showed. plotly.js itself (the plotly package's own copy) is a file on the app's media endpoint,
 loaded once per page, so nothing comes from off the machine. The exports (ui.figure.show_figure) are made
 from the figure on the server as before."""
