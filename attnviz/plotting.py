@@ -2,6 +2,8 @@
 kept on a figure for its CSV (the features' figures.py modules build the figures)."""
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 import plotly.graph_objects as go
 from plotly.colors import get_colorscale, sample_colorscale, unlabel_rgb
@@ -237,9 +239,9 @@ def figure_bytes(fig: go.Figure, extra: dict, *, layout: dict | None = None, col
     if layout is not None:
         d["layout"] = merged(layout, {k: v for k, v in d.get("layout", {}).items() if k != "template"})
     body = b"".join(blobs)
-    spec = {"figure": d, "arrays": arrays, **extra}
-    spec["digest"] = hashlib.blake2b(json.dumps(spec, cls=PlotlyJSONEncoder).encode() + body, digest_size=12).hexdigest()
-    head = json.dumps(spec, cls=PlotlyJSONEncoder).encode()
+    text = json.dumps({"figure": d, "arrays": arrays, **extra}, cls=PlotlyJSONEncoder)
+    digest = hashlib.blake2b(text.encode() + body, digest_size=12).hexdigest()
+    head = (text[:-1] + f', "digest": "{digest}"}}').encode()  # the object serialised once, its digest added last
     return struct.pack("<I", len(head)) + head + b"\0" * ((4 - len(head) % 4) % 4) + body
 
 
@@ -258,6 +260,7 @@ def figure_from_bytes(data: bytes) -> dict:
     return spec
 
 
+@lru_cache(maxsize=1)
 def plotly_js() -> bytes:
     """plotly.js as the installed plotly package ships it (minified), for a page to load from the app itself."""
     from pathlib import Path

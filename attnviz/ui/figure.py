@@ -201,7 +201,7 @@ def show_figure(fig, key: str | None = None, *, name: str | None = None, exports
     (CSV), an offline HTML page and an SVG; the camera icon saves a PNG in the browser. toolbar=False hides
     plotly's buttons (the lab pages' figures). serve_pictures: large pictures in the figure go to the browser
     as links (see served_pictures), for a figure redrawn often around the same picture. large_as_bytes: a figure
-    with a large map (ui.plotly_bytes.BYTES_ABOVE values) is drawn by plotly.js in the page from float32 bytes and
+    with a large map (more than plotting.BYTES_ABOVE values) is drawn by plotly.js in the page from float32 bytes and
     redrawn in place (ui.plotly_bytes; not with on_select, and not without a running server, such as AppTest)."""
     key = key or _auto_key(fig)
     title = fig.layout.title.text if fig.layout.title and fig.layout.title.text else None

@@ -10,8 +10,6 @@ loaded once per page, so nothing comes from off the machine. The exports (ui.fig
 from the figure on the server as before."""
 from __future__ import annotations
 
-from functools import lru_cache
-
 import streamlit as st
 
 from attnviz.plotting import figure_bytes, plotly_js
@@ -99,7 +97,8 @@ export default async function (component) {
     parentElement.appendChild(gd);
   }
   if (gd.dataset.digest === spec.digest) return;  // the same figure again (a rerun that did not change it)
-  gd.style.height = (spec.figure.layout.height || 450) + 'px';  // its place is kept while plotly.js loads
+  const height = spec.figure.layout.height || 450;
+  gd.style.height = height + 'px';  // its place is kept while plotly.js loads
   let Plotly;
   try {
     Plotly = await plotlyFrom(spec.plotly);
@@ -119,7 +118,7 @@ export default async function (component) {
     layout.xaxis = {...layout.xaxis, automargin: false};
     layout.yaxis = {...layout.yaxis, automargin: false};
   }
-  gd.__attnvizHeight = layout.height || 450;
+  gd.__attnvizHeight = height;
   // as Streamlit's charts: no "Share chart" (it would send the data to a web service), no lasso or box select
   const config = {...spec.config, showSendToCloud: false, showEditInChartStudio: false,
                   modeBarButtonsToRemove: [...(spec.config.modeBarButtonsToRemove || []), 'sendChartToCloud',
@@ -131,19 +130,15 @@ export default async function (component) {
 }
 """
 
-_component = st.components.v2.component("attnviz_plotly_bytes", js=_JS, isolate_styles=False)
-
-
-@lru_cache(maxsize=1)
-def _plotly_js() -> bytes:
-    return plotly_js()
+NAME = "attnviz_plotly_bytes"  # the component's name, as its elements carry it
+_component = st.components.v2.component(NAME, js=_JS, isolate_styles=False)
 
 
 def plotly_url() -> str:
     """plotly.js on the app's media endpoint (added on every run that shows such a figure, so it stays served)."""
     from streamlit import runtime
 
-    return runtime.get_instance().media_file_mgr.add(_plotly_js(), "text/javascript", "attnviz-plotly-js")
+    return runtime.get_instance().media_file_mgr.add(plotly_js(), "text/javascript", "attnviz-plotly-js")
 
 
 def payload(fig, config: dict, url: str) -> bytes:

@@ -147,16 +147,31 @@ def link_box_text(page) -> str | None:
     return code.first.evaluate("e => e.textContent") if code.count() else ""
 
 
+def _messages(frames):
+    """The server's websocket frames (payloads as the browser unpacked them) as ForwardMsg messages."""
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    for payload in frames:
+        msg = ForwardMsg()
+        msg.ParseFromString(payload if isinstance(payload, bytes) else payload.encode())
+        yield msg
+
+
+def _bytes_figure(element):
+    """The ui.plotly_bytes component of a new element, or None."""
+    from attnviz.ui.plotly_bytes import NAME
+
+    if element.WhichOneof("type") == "bidi_component" and element.bidi_component.component_name == NAME:
+        return element.bidi_component
+    return None
+
+
 def sent_elements(frames) -> dict[str, list[str]]:
     """What the server's websocket frames (payloads as the browser unpacked them) drew: {"charts": the keys of the
     plotly figures sent in full (st.plotly_chart's, and ui.plotly_bytes' figures sent as bytes), "widgets": the keys
     of the widgets, "references": one entry per message sent as a reference to a copy the browser already holds}."""
-    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-
     out = {"charts": [], "widgets": [], "references": []}
-    for payload in frames:
-        msg = ForwardMsg()
-        msg.ParseFromString(payload if isinstance(payload, bytes) else payload.encode())
+    for msg in _messages(frames):
         kind = msg.WhichOneof("type")
         if kind == "ref_hash":
             out["references"].append(msg.ref_hash)
@@ -167,7 +182,7 @@ def sent_elements(frames) -> dict[str, list[str]]:
         element_id = getattr(what, "id", "")
         if element.WhichOneof("type") == "plotly_chart":
             out["charts"].append(element_id.rsplit("-", 1)[-1] if element_id else "")
-        elif element.WhichOneof("type") == "bidi_component" and what.component_name == "attnviz_plotly_bytes":
+        elif _bytes_figure(element) is not None:
             out["charts"].append(element_id.split("-", 2)[-1])
         elif element_id.startswith("$$ID-"):
             out["widgets"].append(element_id.split("-", 2)[-1])
@@ -176,18 +191,12 @@ def sent_elements(frames) -> dict[str, list[str]]:
 
 def bytes_figures(frames) -> dict[str, dict]:
     """The figures the frames sent as float32 bytes (ui.plotly_bytes), by key: {"figure", "arrays", "size": bytes}."""
-    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-
-    from attnviz.plotting import figure_from_bytes as unpack
+    from attnviz.plotting import figure_from_bytes
 
     out = {}
-    for payload in frames:
-        msg = ForwardMsg()
-        msg.ParseFromString(payload if isinstance(payload, bytes) else payload.encode())
-        if msg.WhichOneof("type") != "delta" or msg.delta.WhichOneof("type") != "new_element":
-            continue
-        element = msg.delta.new_element
-        if element.WhichOneof("type") == "bidi_component" and element.bidi_component.component_name == "attnviz_plotly_bytes":
-            c = element.bidi_component
-            out[c.id.split("-", 2)[-1]] = {**unpack(c.bytes), "size": len(c.bytes)}
+    for msg in _messages(frames):
+        if msg.WhichOneof("type") == "delta" and msg.delta.WhichOneof("type") == "new_element":
+            c = _bytes_figure(msg.delta.new_element)
+            if c is not None:
+                out[c.id.split("-", 2)[-1]] = {**figure_from_bytes(c.bytes), "size": len(c.bytes)}
     return out
