@@ -6,7 +6,7 @@ from attnviz.plotting import PALETTES
 from attnviz.heatmap.figures import heatmap_figure
 from attnviz.heatmap.raster import GridLayout, default_thumb
 from attnviz.ui.cache import figure, grid_image
-from attnviz.heatmap.figures import grid_figure
+from attnviz.heatmap.figures import grid_figure, grid_frame
 from attnviz.export import result_npz
 from attnviz.ui.metrics import ablated_heads, ablation_note
 from attnviz.ui.heatmap import head_numbers, token_focus
@@ -107,10 +107,11 @@ def heads_view() -> None:
     with grid_col:
         layout = GridLayout(n_layers, n_heads, default_thumb(n_layers, n_heads, attention.shape[2]), 2)
         png = grid_image(attention, layout.n_layers, layout.n_heads, layout.thumb, layout.gap, palette)
-        show_figure(grid_figure(png, layout, ablated=ablated, selected=(layer, head), attention=attention, tokens=q_tokens,
-                                key_tokens=k_tokens),
-                    key="hm_grid", name="all-heads", on_select="rerun",
-                    selection_mode="points", exports=False, serve_pictures=True)
+        # the same figure for every head (cached), the open head's frame drawn over it
+        show_figure(figure(grid_figure, png, layout, ablated=tuple(sorted(ablated)), attention=attention,
+                           tokens=q_tokens, key_tokens=k_tokens),
+                    key="hm_grid", name="all-heads", on_select="rerun", selection_mode="points", exports=False,
+                    shapes=[grid_frame(layout, layer, head)], in_place=True)
 
     # --- one head ---------------------------------------------------------------------------
     head_name = "heads summed" if result.quantity == "ALTI" else f"head {head}"
@@ -133,7 +134,7 @@ def heads_view() -> None:
                            colorbar_title=("renormalised " if view.renormalised else "") + what,
                            causal=which == "decoder" or (which == "self" and facts.causal)),
             key="hm_heatmap", name=f"attention-layer{layer}-head{head}" + (f"-{block}" if block != "all" else ""),
-            large_as_bytes=True)
+            in_place=True)
     with info_col:
         head_numbers(attention[layer, head], view, block, what, k_special, hide)
         st.markdown("Read a **row** to see what that token gathers information from; read a **column** "

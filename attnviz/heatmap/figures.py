@@ -46,15 +46,16 @@ def heatmap_figure(values: np.ndarray, row_tokens, col_tokens, *, rows=None, col
                  hovertemplate=f"query %{{y}}<br>key %{{x}}<br>{colorbar_title} %{{z:{WEIGHT_FORMAT}}}<extra></extra>")
     if log_top is not None:
         trace["showscale"] = False
-    fig = go.Figure(go.Heatmap(**trace))
+    traces = [go.Heatmap(**trace)]
     if log_top is not None:
-        fig.add_trace(log_colorbar_trace(base_scale, log_floor, log_top, colorbar_title + " (log10)"))
+        traces.append(log_colorbar_trace(base_scale, log_floor, log_top, colorbar_title + " (log10)"))
     side = height or int(min(900, max(420, 22 * n_r + 160)))
     xt = token_ticks(col_tokens, cols)
     yt = token_ticks(row_tokens, rows)
     if causal:
         x_title = x_title + " · blank cells: future keys, masked"
-    fig.update_layout(
+    # the layout goes into the constructor: fig.update_layout takes plotly's batch relayout, about ten times as long
+    fig = go.Figure(traces, layout=dict(
         title=title, height=side, margin=dict(l=10, r=10, t=40 if title else 10, b=10),
         plot_bgcolor="rgba(0,0,0,0)",
         xaxis=dict(title=x_title, side="bottom", tickangle=-60, type="category", automargin=True,
@@ -63,7 +64,7 @@ def heatmap_figure(values: np.ndarray, row_tokens, col_tokens, *, rows=None, col
         yaxis=dict(title=y_title, autorange="reversed", type="category", automargin=True,
                    tickmode="array", tickvals=[row_labels[i] for i in yt["tickvals"]], ticktext=yt["ticktext"],
                    showgrid=False, zeroline=False),
-    )
+    ))
     attach_numbers(fig, lambda: matrix_csv(values, [f"{int(r)}:{row_tokens[int(r)]}" for r in rows],
                                            [f"{int(c)}:{col_tokens[int(c)]}" for c in cols], title or "attention"))
     return fig
@@ -100,15 +101,14 @@ def focus_figure(layer_attention: np.ndarray, token: int, tokens, *, direction: 
     labels = [f"{int(i)}: {tokens[int(i)]}" for i in positions]
     ticks = token_ticks([tokens[int(i)] for i in positions])
     fig = go.Figure(go.Heatmap(z=values, x=labels, y=np.arange(n_heads), colorscale=colorscale,
-                               zmin=0, hovertemplate=hover, colorbar=dict(title=what_shown, **NO_SI)))
-    fig.update_layout(
+                               zmin=0, hovertemplate=hover, colorbar=dict(title=what_shown, **NO_SI)), layout=dict(
         title=heading, height=int(max(260, 26 * n_heads + 140)), margin=dict(l=10, r=10, t=40, b=10),
         xaxis=dict(title="key" if direction == "out" else "query", tickangle=-60, automargin=True,
                    type="category", tickmode="array", tickvals=[labels[i] for i in ticks["tickvals"]],
                    ticktext=ticks["ticktext"]),
         yaxis=dict(tickmode="array", tickvals=list(range(n_heads)), ticktext=head_labels, autorange="reversed",
                    automargin=True),
-    )
+    ))
     attach_numbers(fig, lambda: matrix_csv(values, head_labels, [f"{int(i)}:{tokens[int(i)]}" for i in positions],
                                            heading).replace("rows: query, columns: key",
                                                          "rows: head, columns: " + ("key" if direction == "out" else "query")))
@@ -123,7 +123,7 @@ def lines_figure(matrix: np.ndarray, tokens, *, focus: int | None = None, thresh
     """
     m = np.asarray(matrix, dtype=np.float32)
     n = m.shape[0]
-    fig = go.Figure()
+    traces = []
     queries = range(n) if focus is None else [focus]
     bins = np.array([0.0, 0.1, 0.25, 0.5, 0.75, 1.01])
     for lo, hi in zip(bins[:-1], bins[1:]):
@@ -133,23 +133,34 @@ def lines_figure(matrix: np.ndarray, tokens, *, focus: int | None = None, thresh
                 xs += [0, 1, None]
                 ys += [q, k, None]
         if xs:
-            fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", hoverinfo="skip", showlegend=False,
+            traces.append(go.Scatter(x=xs, y=ys, mode="lines", hoverinfo="skip", showlegend=False,
                                      line=dict(color=color, width=1 + 4 * hi), opacity=float(min(1.0, 0.15 + hi * 0.85))))
     labels = [str(t) for t in tokens]
     for x, anchor in ((0, "right"), (1, "left")):
         side_w = m[focus] if (focus is not None and x == 1) else None
         hover = [f"{i}: {t}" + (f" ← {side_w[i]:.4g}" if side_w is not None else "") for i, t in enumerate(labels)]
-        fig.add_trace(go.Scatter(
+        traces.append(go.Scatter(
             x=[x] * n, y=list(range(n)), mode="markers+text", text=labels,
             textposition="middle left" if anchor == "right" else "middle right",
             marker=dict(size=6, color=["#d62728" if (focus == i and x == 0) else "#555" for i in range(n)]),
             hovertext=hover, hoverinfo="text", showlegend=False))
-    fig.update_layout(
+    return go.Figure(traces, layout=dict(
         title=title, height=int(max(300, 18 * n + 80)), margin=dict(l=10, r=10, t=40 if title else 10, b=10),
         xaxis=dict(visible=False, range=[-0.6, 1.6]), yaxis=dict(visible=False, autorange="reversed"),
         plot_bgcolor="white",
-    )
-    return fig
+    ))
+
+
+OPEN_FRAME, ABLATED_FRAME = "rgb(220,30,30)", "rgb(140,140,140)"
+
+
+def grid_frame(layout: GridLayout, layer: int, head: int, colour: str = OPEN_FRAME) -> dict:
+    """A plotly rectangle around one thumbnail of the grid, in the gap around it: red for the open head (drawn
+    over a cached grid figure by show_figure's shapes), grey for an ablated one."""
+    step, half = layout.thumb + layout.gap, layout.gap / 2
+    x0, y0 = layout.gap + head * step, layout.gap + layer * step
+    return dict(type="rect", x0=x0 - half, x1=x0 + layout.thumb + half, y0=y0 - half, y1=y0 + layout.thumb + half,
+                line=dict(color=colour, width=max(3, layout.gap)), layer="above")
 
 
 def grid_figure(png: bytes, layout: GridLayout, *, head_means=None, ablated=(), selected=None, attention=None,
@@ -160,7 +171,6 @@ def grid_figure(png: bytes, layout: GridLayout, *, head_means=None, ablated=(), 
     attention (layer, head, query, key) and tokens (key_tokens when keys differ), when given, are the numbers its CSV export
     holds (kept on the figure, never sent to the browser); without them the CSV says so."""
     uri = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
-    fig = go.Figure(go.Image(source=uri, hoverinfo="skip"))
     xs, ys, custom, text = [], [], [], []
     ablated = set(map(tuple, ablated))
     for layer in range(layout.n_layers):
@@ -172,26 +182,23 @@ def grid_figure(png: bytes, layout: GridLayout, *, head_means=None, ablated=(), 
             extra = f"<br>{head_means[layer][head]}" if head_means is not None else ""
             text.append(f"layer {layer}, head {head}{' (ablated)' if (layer, head) in ablated else ''}{extra}"
                         "<br>click to open")
-    fig.add_trace(go.Scatter(x=xs, y=ys, mode="markers", customdata=custom, hovertext=text, hoverinfo="text",
-                             marker=dict(size=max(8, layout.thumb * 0.8), symbol="square", opacity=0.01,
-                                         color="white"), showlegend=False))
+    clicks = go.Scatter(x=xs, y=ys, mode="markers", customdata=custom, hovertext=text, hoverinfo="text",
+                        marker=dict(size=max(8, layout.thumb * 0.8), symbol="square", opacity=0.01, color="white"),
+                        showlegend=False)
     step = layout.thumb + layout.gap
-    # frames around the ablated heads (grey) and the open head (red), in the gap around each thumbnail
-    for (layer, head), colour in [(lh, "rgb(140,140,140)") for lh in sorted(ablated)] + (
-            [(tuple(selected), "rgb(220,30,30)")] if selected is not None else []):
-        x0, y0 = layout.gap + head * step, layout.gap + layer * step
-        half = layout.gap / 2
-        fig.add_shape(type="rect", x0=x0 - half, x1=x0 + layout.thumb + half, y0=y0 - half,
-                      y1=y0 + layout.thumb + half, line=dict(color=colour, width=max(3, layout.gap)), layer="above")
-    fig.update_layout(
-        height=int(layout.height * 1.0 + 70), margin=dict(l=60, r=10, t=30, b=10), dragmode=False,
+    # frames around the ablated heads (grey) and the open head (red)
+    frames = [grid_frame(layout, *lh, ABLATED_FRAME) for lh in sorted(ablated)]
+    if selected is not None:
+        frames.append(grid_frame(layout, *selected))
+    fig = go.Figure([go.Image(source=uri, hoverinfo="skip"), clicks], layout=dict(
+        shapes=frames, height=int(layout.height * 1.0 + 70), margin=dict(l=60, r=10, t=30, b=10), dragmode=False,
         xaxis=dict(range=[0, layout.width], showgrid=False, zeroline=False, side="top", title="head",
                    tickvals=[layout.gap + h * step + layout.thumb / 2 for h in range(layout.n_heads)],
                    ticktext=[str(h) for h in range(layout.n_heads)], constrain="domain"),
         yaxis=dict(range=[layout.height, 0], showgrid=False, zeroline=False, title="layer",
                    tickvals=[layout.gap + l * step + layout.thumb / 2 for l in range(layout.n_layers)],
                    ticktext=[str(l) for l in range(layout.n_layers)], scaleanchor="x", constrain="domain"),
-    )
+    ))
     if attention is not None and tokens is not None:
         attach_numbers(fig, lambda: grid_csv(attention, tokens, layout.thumb, key_tokens))
     else:

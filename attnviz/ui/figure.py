@@ -1,16 +1,14 @@
 """show_figure: st.plotly_chart with presentation sizing and an export row (PNG, SVG, CSV, HTML)."""
 from __future__ import annotations
 
-import base64
 import re
 from contextlib import contextmanager
 
 import streamlit as st
-from streamlit import runtime
 
 from attnviz.errors import AttnvizError
 from attnviz.export import figure_csv, figure_html, figure_image
-from attnviz.plotting import _uses_coloraxis, copy_figure, large_arrays, no_si_prefixes
+from attnviz.plotting import _uses_coloraxis, copy_figure, no_si_prefixes
 from attnviz.ui import plotly_bytes
 from attnviz.ui.present import presenting
 
@@ -108,8 +106,17 @@ def reset_counter() -> None:
 
 
 def page_figures() -> list:
-    """[(name, figure)] shown so far in this run (a part's rerun replaces its own figures: see part_figures)."""
+    """[(name, figure, shapes drawn over it or None)] shown so far in this run (a part's rerun replaces its own
+    figures: see part_figures)."""
     return list(st.session_state.get(_PAGE_FIGURES, {}).values())
+
+
+def with_shapes(fig, shapes: list):
+    """A copy of `fig` with `shapes` drawn over it."""
+    out = copy_figure(fig)
+    for shape in shapes:
+        out.add_shape(shape)
+    return out
 
 
 _PART_FIGURES = "_figures_of_parts"  # part name -> keys of the figures it showed in its last run
@@ -135,7 +142,7 @@ def _zip_or_note(figs, fmt):
     from attnviz.export import figures_zip
 
     try:
-        return figures_zip(figs, fmt)
+        return figures_zip([(name, with_shapes(fig, shapes) if shapes else fig) for name, fig, shapes in figs], fmt)
     except AttnvizError as e:
         return str(e).encode()
 
@@ -161,48 +168,24 @@ def _auto_key(fig) -> str:
     return f"fig{n}_{_slug(title)[:40]}"
 
 
-SERVE_ABOVE = 16_384  # characters of an embedded picture above which serve_pictures sends a link instead
-
-
-def served_pictures(fig, key: str):
-    """`fig`, or a copy whose large embedded pictures (image traces with a data-URI PNG source) are files on the
-    app's own media endpoint, drawn as layout images over the same area: a rerun that redraws the figure (a frame
-    moved around a picture that did not change) sends a short link, and the browser reuses the picture it already
-    has (plotly's image trace takes data URIs only; a layout image takes a link). `fig` itself keeps them for the
-    exports. Without a running server (a bare script, AppTest) `fig` is returned."""
-
-    prefix = "data:image/png;base64,"
-    found = [i for i, t in enumerate(fig.data) if t.type == "image" and isinstance(t.source, str)
-             and t.source.startswith(prefix) and len(t.source) > SERVE_ABOVE]
-    if not found or not runtime.exists():
-        return fig
-    sent = copy_figure(fig)
-    files = runtime.get_instance().media_file_mgr
-    for i in found:
-        trace = sent.data[i]
-        png = base64.b64decode(trace.source[len(prefix):])
-        width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")  # the IHDR chunk
-        dx, dy = trace.dx or 1, trace.dy or 1
-        # one file per figure and picture: a new picture at the same place replaces the old one
-        url = files.add(png, "image/png", f"attnviz-picture-{key}-{i}")
-        sent.add_layout_image(source=url, xref=trace.xaxis or "x", yref=trace.yaxis or "y", x=(trace.x0 or 0) - dx / 2,
-                              y=(trace.y0 or 0) - dy / 2, sizex=width * dx, sizey=height * dy, xanchor="left",
-                              yanchor="top", sizing="stretch", layer="below")
-    sent.data = [t for i, t in enumerate(sent.data) if i not in found]
-    return sent
+def clicked_key(key: str) -> str:
+    """Where an in-place figure's click waits for clicked_head(key)."""
+    return f"_{key}_clicked"
 
 
 def show_figure(fig, key: str | None = None, *, name: str | None = None, exports: bool = True, toolbar: bool = True,
-                serve_pictures: bool = False, large_as_bytes: bool = False, **kwargs):
+                in_place: bool = False, shapes: list | None = None, **kwargs):
     """The one way to draw a plotly figure; returns what st.plotly_chart returns (the selection with on_select:
     read a clicked head with ui.heads.clicked_head(key)).
 
     In presentation mode fonts and heights grow. Below the figure: downloads of its numbers
     (CSV), an offline HTML page and an SVG; the camera icon saves a PNG in the browser. toolbar=False hides
-    plotly's buttons (the lab pages' figures). serve_pictures: large pictures in the figure go to the browser
-    as links (see served_pictures), for a figure redrawn often around the same picture. large_as_bytes: a figure
-    with a large map (more than plotting.BYTES_ABOVE values) is drawn by plotly.js in the page from float32 bytes and
-    redrawn in place (ui.plotly_bytes; not with on_select, and not without a running server, such as AppTest)."""
+    plotly's buttons (the lab pages' figures). shapes: plotly shapes drawn over the figure (a frame around the
+    chosen item), so a cached figure stays as it is. in_place: the figure is drawn by plotly.js in the page and
+    redrawn in place on a later run (ui.plotly_bytes): a map of more than plotting.BYTES_ABOVE values goes as
+    float32 bytes, a large picture as a link, changed shapes alone are redrawn alone, and with on_select="rerun" a
+    click on a point reports its customdata to clicked_head; without a running server (AppTest) st.plotly_chart
+    draws it."""
     key = key or _auto_key(fig)
     title = fig.layout.title.text if fig.layout.title and fig.layout.title.text else None
     name = _slug(name or title or key)
@@ -218,12 +201,19 @@ def show_figure(fig, key: str | None = None, *, name: str | None = None, exports
         config["displayModeBar"] = False
     config.update(kwargs.pop("config", {}))
     kwargs.setdefault("width", "stretch")
-    if large_as_bytes and "on_select" not in kwargs and large_arrays(fig) and runtime.exists():
-        plotly_bytes.show(fig, key, config)
+    if shapes and not (in_place and plotly_bytes.available()):
+        fig, shapes = with_shapes(fig, shapes), None
+    if in_place and plotly_bytes.available():
+        clicks = kwargs.get("on_select") == "rerun"
+        plotly_bytes.show(fig, key, config, overlay=shapes,
+                          on_click=(lambda: st.session_state.__setitem__(clicked_key(key), st.session_state[key]["click"]))
+                          if clicks else None)
         event = None
     else:
-        event = st.plotly_chart(served_pictures(fig, key) if serve_pictures else fig, key=key, config=config, **kwargs)
-    st.session_state.setdefault(_PAGE_FIGURES, {})[key] = (name, fig)
+        event = st.plotly_chart(fig, key=key, config=config, **kwargs)
+    st.session_state.setdefault(_PAGE_FIGURES, {})[key] = (name, fig, shapes)
+    if shapes:  # the exports show what the page shows, shapes and all
+        fig = with_shapes(fig, shapes) if exports and not presenting() else fig
     if exports and not presenting():
         with st.container(horizontal=True, gap="small"):
             st.download_button("CSV", lambda: figure_csv(fig), file_name=f"{name}.csv", mime="text/csv",

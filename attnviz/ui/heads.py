@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import streamlit as st
 
+from attnviz.ui.figure import clicked_key
+
 
 def _clamp(value, n: int) -> int:
     try:
@@ -85,7 +87,11 @@ def clicked_head(chart_key: str) -> tuple[int, int] | None:
 
     Streamlit keeps a chart's selection across reruns; this returns it only when it changed, so later
     picker changes are not overridden by an old click (and a chart drawn again without a selection, after
-    the visitor comes back to the page, takes a click on the same head again)."""
+    the visitor comes back to the page, takes a click on the same head again). A figure drawn in place
+    (show_figure(..., in_place=True)) reports each click once, on the run it starts."""
+    hit = st.session_state.pop(clicked_key(chart_key), None)
+    if hit is not None and len(hit) >= 2:
+        return int(hit[0]), int(hit[1])
     state = st.session_state.get(chart_key)
     points = []
     if state is not None:

@@ -122,6 +122,6 @@ def token_focus(result, which: str, layer: int, head: int, head_name: str, palet
         shown = [int(i) for i in head_view.rows]
         show_figure(figure(lines_figure, head_view.values, [q_tokens[i] for i in shown],
                            focus=shown.index(focus) if only_focus else None),
-                    key="hm_lines", name=f"lines-layer{layer}-head{head}")
+                    key="hm_lines", name=f"lines-layer{layer}-head{head}", in_place=True)
     elif which == "self" and not presenting():
         st.caption("The lines view is drawn for inputs up to 128 tokens.")

@@ -52,6 +52,9 @@ function unpack(bytes) {
   const n = new DataView(bytes.buffer, bytes.byteOffset, 4).getUint32(0, true);
   const spec = JSON.parse(new TextDecoder().decode(bytes.subarray(4, 4 + n)));
   let at = 4 + n + ((4 - (n % 4)) % 4);
+  const end = spec.arrays.reduce((sum, a) => sum + 4 * a.shape.reduce((x, y) => x * y, 1), at);
+  // after the figure, the shapes drawn over it on this run (a frame around the chosen item)
+  spec.overlay = end < bytes.length ? new TextDecoder().decode(bytes.subarray(end)) : '[]';
   for (const a of spec.arrays) {
     const size = a.shape.reduce((x, y) => x * y, 1);
     const flat = new Float32Array(bytes.slice(at, at + 4 * size).buffer);  // a copy: the message's bytes are not aligned
@@ -83,8 +86,12 @@ function fullscreen(Plotly, gd) {
           click: () => (document.fullscreenElement === gd ? document.exitFullscreen() : gd.requestFullscreen())};
 }
 
+function withOverlay(layout, overlay) {
+  return [...(layout.shapes || []), ...JSON.parse(overlay)];
+}
+
 export default async function (component) {
-  const { data, parentElement } = component;
+  const { data, parentElement, setTriggerValue } = component;
   const bytes = data instanceof Uint8Array ? data : new Uint8Array(data);
   const turn = (parentElement.__attnvizTurn || 0) + 1;
   parentElement.__attnvizTurn = turn;
@@ -96,7 +103,14 @@ export default async function (component) {
     gd.style.width = '100%';
     parentElement.appendChild(gd);
   }
-  if (gd.dataset.digest === spec.digest) return;  // the same figure again (a rerun that did not change it)
+  gd.__attnvizClick = setTriggerValue;  // the current run's: a click reports through it
+  if (gd.dataset.digest === spec.digest) {  // the same figure again (a rerun that did not change it)
+    if (gd.__attnvizOverlay !== spec.overlay && window.Plotly) {  // only what is drawn over it moved
+      gd.__attnvizOverlay = spec.overlay;
+      await window.Plotly.relayout(gd, {shapes: withOverlay(gd.__attnvizBase, spec.overlay)});
+    }
+    return;
+  }
   const height = spec.figure.layout.height || 450;
   gd.style.height = height + 'px';  // its place is kept while plotly.js loads
   let Plotly;
@@ -124,9 +138,19 @@ export default async function (component) {
                   modeBarButtonsToRemove: [...(spec.config.modeBarButtonsToRemove || []), 'sendChartToCloud',
                                            'lasso2d', 'select2d']};
   if (config.displayModeBar !== false) config.modeBarButtonsToAdd = [fullscreen(Plotly, gd), ...(config.modeBarButtonsToAdd || [])];
+  gd.__attnvizBase = {shapes: layout.shapes || []};
+  layout.shapes = withOverlay(layout, spec.overlay);
   await Plotly.react(gd, spec.figure.data, layout, config);
   gd.__attnvizAxes = axes;
+  gd.__attnvizOverlay = spec.overlay;
   gd.dataset.digest = spec.digest;
+  if (spec.clicks && !gd.__attnvizClicks) {  // a click on a point reports its customdata, as a trigger value
+    gd.__attnvizClicks = true;
+    gd.on('plotly_click', (event) => {
+      const point = event && event.points && event.points[0];
+      if (point && point.customdata != null) gd.__attnvizClick('click', point.customdata);
+    });
+  }
 }
 """
 
@@ -134,21 +158,67 @@ NAME = "attnviz_plotly_bytes"  # the component's name, as its elements carry it
 _component = st.components.v2.component(NAME, js=_JS, isolate_styles=False)
 
 
+def available() -> bool:
+    """Whether a page will run this component's script: a running server's session (not AppTest, whose runtime is
+    a stand-in and whose page has no browser)."""
+    from streamlit import runtime
+    from streamlit.runtime import Runtime
+
+    return runtime.exists() and type(runtime.get_instance()) is Runtime
+
+
 def plotly_url() -> str:
     """plotly.js on the app's media endpoint (added on every run that shows such a figure, so it stays served)."""
+    return _files().add(plotly_js(), "text/javascript", "attnviz-plotly-js")
+
+
+def _files():
     from streamlit import runtime
 
-    return runtime.get_instance().media_file_mgr.add(plotly_js(), "text/javascript", "attnviz-plotly-js")
+    return runtime.get_instance().media_file_mgr
 
 
-def payload(fig, config: dict, url: str) -> bytes:
+def payload(fig, config: dict, url: str, link=None, clicks: bool = False) -> bytes:
     """`fig` as the message the page's script draws (plotting.figure_bytes): its layout over Streamlit's theme,
-    plotly's config, and where plotly.js is."""
-    return figure_bytes(fig, {"config": config, "plotly": url}, layout=THEME, colorbar=COLORBAR)
+    plotly's config, where plotly.js is, whether a click reports (clicks) and, with link, large pictures as links."""
+    extra = {"config": config, "plotly": url} | ({"clicks": True} if clicks else {})
+    return figure_bytes(fig, extra, layout=THEME, colorbar=COLORBAR, link=link)
 
 
-def show(fig, key: str, config: dict) -> None:
-    """Draw `fig` from bytes in an element with the class st-key-<key> (inside it, plotly's own chart div)."""
+def _message(fig, key: str, config: dict, clicks: bool) -> bytes:
+    """payload() of `fig` with its large pictures on the app's media endpoint (one file per figure and picture, added
+    again on every run so that it stays served). A shared figure (ui.cache.figure, read-only) keeps its message, so
+    a rerun that shows it again neither serialises it nor encodes its arrays again."""
+    files = _files()
+    signature = (repr(config), plotly_url(), key, clicks)
+    kept = getattr(fig, "_attnviz_message", None) if getattr(fig, "_attnviz_shared", False) else None
+    if kept is not None and kept[0] == signature and all(
+            files.add(png, "image/png", name) == url for png, name, url in kept[2]):
+        return kept[1]
+    pictures = []
+
+    def link(i: int, png: bytes) -> str:
+        name = f"attnviz-picture-{key}-{i}"
+        url = files.add(png, "image/png", name)
+        pictures.append((png, name, url))
+        return url
+
+    message = payload(fig, config, signature[1], link=link, clicks=clicks)
+    if getattr(fig, "_attnviz_shared", False):
+        fig._attnviz_message = (signature, message, pictures)
+    return message
+
+
+def show(fig, key: str, config: dict, *, overlay: list | None = None, on_click=None) -> None:
+    """Draw `fig` in an element with the class st-key-<key> (inside it, plotly's own chart div), redrawn in place on
+    a later run. overlay: plotly shapes drawn over the figure on this run only (a frame that moves while the
+    figure stays: only the shapes are sent again and redrawn); on_click: called on a click on a point, with
+    st.session_state[key]["click"] its customdata."""
+    import json
+
     height = fig.layout.height  # its place is kept from the start, so nothing below it moves when plotly draws
-    _component(data=payload(fig, config, plotly_url()), key=key, width="stretch",
-               height=int(height) if height else "content")
+    data = _message(fig, key, config, on_click is not None)
+    if overlay:
+        data += json.dumps(overlay).encode()
+    _component(data=data, key=key, width="stretch", height=int(height) if height else "content",
+               **({"on_click_change": on_click} if on_click is not None else {}))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import io
-from functools import lru_cache
 
 import numpy as np
 import plotly.graph_objects as go
@@ -22,14 +21,6 @@ def _rgb(image: np.ndarray) -> np.ndarray:
     x = np.clip(np.asarray(image, dtype=np.float32), 0, 1)
     x = np.repeat(x, 3, axis=0) if x.shape[0] == 1 else x[:3]
     return np.round(x.transpose(1, 2, 0) * 255).astype(np.uint8)
-
-
-@lru_cache(maxsize=8)
-def _lut(colorscale: str) -> np.ndarray:
-    """(256, 3) uint8 colours of a plotly colour scale, made once per scale (plotly's sampling is slow)."""
-    lut = colour_lut(colorscale)
-    lut.setflags(write=False)
-    return lut
 
 
 def base_rgb(image: np.ndarray, side: int) -> np.ndarray:
@@ -53,7 +44,7 @@ def overlay_rgb(image: np.ndarray, weights: np.ndarray, grid: PatchGrid, side: i
     peak = float(w.max())
     w = w / peak if peak > 0 else w
     cell = np.asarray(Image.fromarray(w, mode="F").resize((side, side), Image.Resampling.NEAREST))  # patch blocks
-    colour = _lut(colorscale)[np.round(np.clip(cell, 0, 1) * 255).astype(np.int64)].astype(np.float32)
+    colour = colour_lut(colorscale)[np.round(np.clip(cell, 0, 1) * 255).astype(np.int64)].astype(np.float32)
     alpha = (0.25 + 0.6 * cell)[..., None]
     out = np.asarray(base, dtype=np.float32) * (1 - alpha) + colour * alpha
     return np.round(out).astype(np.uint8)

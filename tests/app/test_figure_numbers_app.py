@@ -13,7 +13,7 @@ def test_rollout_page_csv_has_full_precision_and_named_axes(minilm):
     from attnviz.metrics.rollout import fuse_heads, rollout_fused
 
     at = open_page("app_pages/rollout.py")
-    figures = dict(at.session_state["_page_figures"].values())  # key -> (name, figure)
+    figures = {name: fig for name, fig, _ in at.session_state["_page_figures"].values()}  # name -> figure
     name = next(n for n in figures if n.startswith("rollout-through-layers"))
     rows = list(csv.reader(io.StringIO(figure_csv(figures[name]))))
     assert rows[0][0] == "# Rollout through layers 0–5 (rows: output token, columns: input token)"

@@ -65,9 +65,18 @@ GRID_PICTURE = """() => { const el = document.querySelector('.st-key-hm_grid .js
     return pic ? [pic.source, pic.sizex, pic.sizey, el._fullData.some(t => t.type === 'image')] : null; }"""
 
 
+# the [layer, head] of each thumbnail the grid draws a red frame around (the frame's centre is the marker's)
+OPEN_FRAME = """() => { const el = document.querySelector('.st-key-hm_grid .js-plotly-plot');
+    const t = el._fullData.find(t => t.customdata && t.customdata.length);
+    return (el._fullLayout.shapes || []).filter(s => s.line.color === 'rgb(220,30,30)').map(s => {
+        const x = (s.x0 + s.x1) / 2, y = (s.y0 + s.y1) / 2;
+        return t.customdata[t.x.findIndex((v, k) => Math.abs(v - x) < 1e-6 && Math.abs(t.y[k] - y) < 1e-6)]; }); }"""
+
+
 def test_the_grid_picture_is_fetched_once_and_a_head_change_reruns_only_the_heads(page, app_server):
-    """A head change reruns the heads' part of the page: the grid's figure names its picture without its bytes,
-    the title, the display options and the sidebar are not sent again, and the URL and the link follow."""
+    """A head change reruns the heads' part of the page: the grid's figure names its picture without its bytes and
+    the same chart moves its red frame to the new head; the title, the display options and the sidebar are not
+    sent again, and the URL and the link follow."""
     frames = []
     page.on("websocket", lambda ws: ws.on("framereceived", lambda payload: frames.append(payload)))
     _open(page, app_server)
@@ -77,12 +86,16 @@ def test_the_grid_picture_is_fetched_once_and_a_head_change_reruns_only_the_head
     png = page.request.get(app_server.url + source).body()  # served by the app itself, not embedded
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     assert (int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")) == (width, height)
+    assert page.evaluate(OPEN_FRAME) == [[0, 0]]
+    page.evaluate("() => { document.querySelector('.st-key-hm_grid .js-plotly-plot').__marked = true; }")
     frames.clear()
     choose(page, "Head", "5")
     page.locator("h3").filter(has_text="Layer 0, head 5").wait_for()
     wait_for_app(page)
     sent = b"".join(f if isinstance(f, bytes) else f.encode() for f in frames)
     assert page.evaluate(GRID_PICTURE)[0] == source  # the same picture, its red frame moved
+    assert page.evaluate(OPEN_FRAME) == [[0, 5]] and page.evaluate("() => document.querySelector("
+                                                                   "'.st-key-hm_grid .js-plotly-plot').__marked")
     # the grid's figure again, naming its picture (plotly writes "/" as \u002f), without the picture's bytes
     assert b"data:image/png" not in sent and source.split("/")[-1].encode() in sent
     assert len(sent) < 2 * len(png)
@@ -121,6 +134,8 @@ def test_a_long_head_comes_as_float32_bytes_into_the_same_chart_and_hovers_its_e
     frames = _open_long_text(page, app_server)
     chart = page.locator(".st-key-hm_heatmap .js-plotly-plot")
     chart.evaluate("el => { el.dataset.marked = 'yes'; }")
+    assert page.evaluate(OPEN_FRAME) == [[0, 0]]
+    page.evaluate("() => { document.querySelector('.st-key-hm_grid .js-plotly-plot').__marked = true; }")
     frames.clear()
     choose(page, "Head", "5")
     page.locator("h3").filter(has_text="Layer 0, head 5").wait_for()

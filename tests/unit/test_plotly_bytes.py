@@ -69,3 +69,61 @@ def test_only_large_numeric_arrays_go_as_bytes_and_the_digest_follows_the_number
     other = plotting.figure_from_bytes(plotly_bytes.payload(go.Figure([go.Heatmap(z=changed),
                                                                 go.Heatmap(z=small_w, showscale=False)]), {}, "u"))
     assert other["digest"] != a["digest"]
+
+
+def test_a_large_picture_goes_as_a_link_over_the_same_area_and_the_maps_trace_index_follows():
+    """pictures_as_links: a grid's PNG becomes a layout image of its exact size and place, its link made once per
+    picture; a small picture stays embedded; a large map after the picture keeps pointing at its own trace."""
+    from attnviz.heatmap.figures import grid_figure
+    from attnviz.heatmap.raster import GridLayout, grid_png
+
+    layout = GridLayout(6, 6, 48, 2)
+    att = np.random.default_rng(1).random((6, 6, 48, 48)).astype(np.float32)
+    png = grid_png(att, layout)
+    grid = grid_figure(png, layout)
+    assert len(grid.data[0].source) > plotting.LINK_ABOVE
+    w, _ = _map(80)
+    grid.add_trace(go.Heatmap(z=w, xaxis="x2", yaxis="y2"))  # a map after the picture: trace 2, then 1
+    links = []
+    spec = plotting.figure_from_bytes(plotting.figure_bytes(grid, {}, link=lambda i, b: links.append((i, b)) or "/p"))
+    assert links == [(0, png)]
+    assert [t["type"] for t in spec["figure"]["data"]] == ["scatter", "heatmap"]
+    assert spec["arrays"] == [{"trace": 1, "field": "z", "shape": [80, 80]}]
+    np.testing.assert_array_equal(spec["figure"]["data"][1]["z"], w)
+    image = spec["figure"]["layout"]["images"][0]
+    width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+    assert (width, height) == (layout.width, layout.height)
+    assert image == dict(source="/p", xref="x", yref="y", x=-0.5, y=-0.5, sizex=width, sizey=height,
+                         xanchor="left", yanchor="top", sizing="stretch", layer="below")
+    small = go.Figure(go.Image(source="data:image/png;base64,iVBORw0KGgo="))
+    kept = plotting.figure_from_bytes(plotting.figure_bytes(small, {}, link=lambda i, b: "/never"))
+    assert kept["figure"]["data"][0]["source"].startswith("data:image/png") and "images" not in kept["figure"]["layout"]
+
+
+def test_shapes_drawn_over_a_figure_follow_it_and_clicks_are_announced():
+    """The overlay (the open head's frame) comes after the figure's bytes as JSON, so the figure's part and its
+    digest stay the same when only the frame moves; a clickable figure says so."""
+    import types
+
+    w, fig = _map(70)
+    base = plotly_bytes.payload(fig, {}, "u", clicks=True)
+    spec = plotting.figure_from_bytes(base)
+    assert spec["clicks"] is True and "clicks" not in plotting.figure_from_bytes(plotly_bytes.payload(fig, {}, "u"))
+    frame = [{"type": "rect", "x0": 1, "x1": 2, "y0": 3, "y1": 4}]
+    sent = base + json.dumps(frame).encode()
+    end = len(base)
+    assert json.loads(sent[end:]) == frame and sent[:end] == base
+    assert end == 4 + struct.unpack("<I", base[:4])[0] + (4 - struct.unpack("<I", base[:4])[0] % 4) % 4 + 70 * 70 * 4
+    # a shared figure's message is made once: the second call returns the same bytes object
+    made = []
+    real = plotly_bytes.payload
+    files = types.SimpleNamespace(add=lambda data, mime, name: f"/media/{name}")
+    plotly_bytes._files, saved = (lambda: files), plotly_bytes._files
+    plotly_bytes.payload = lambda *a, **k: made.append(1) or real(*a, **k)
+    try:
+        fig._attnviz_shared = True
+        first = plotly_bytes._message(fig, "k", {"a": 1}, False)
+        assert plotly_bytes._message(fig, "k", {"a": 1}, False) is first and len(made) == 1
+        assert plotly_bytes._message(fig, "k", {"a": 2}, False) is not first and len(made) == 2
+    finally:
+        plotly_bytes._files, plotly_bytes.payload = saved, real
