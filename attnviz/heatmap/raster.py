@@ -51,15 +51,16 @@ def grid_png(attention: np.ndarray, layout: GridLayout, colorscale: str = "Virid
     The open and the ablated heads' frames are drawn by grid_figure, so one picture of a result
     serves every head choice (the page caches it)."""
     lut = colour_lut(colorscale)
+    t, gap = layout.thumb, layout.gap
+    thumbs = np.stack([np.stack([thumbnail(attention[layer, head], t) for head in range(layout.n_heads)])
+                       for layer in range(layout.n_layers)])  # (layer, head, t, t)
+    peaks = thumbs.max(axis=(2, 3), keepdims=True)
+    idx = np.where(peaks > 0, np.round(thumbs / np.where(peaks > 0, peaks, 1) * 255), 0).astype(np.uint8)
+    # every thumbnail with its gap on the right and below, laid out in one pass, then the gap on the left and top
+    cells = np.full((layout.n_layers, t + gap, layout.n_heads, t + gap, 3), 255, dtype=np.uint8)
+    cells[:, :t, :, :t] = lut[idx].transpose(0, 2, 1, 3, 4)
     canvas = np.full((layout.height, layout.width, 3), 255, dtype=np.uint8)
-    step = layout.thumb + layout.gap
-    for layer in range(layout.n_layers):
-        for head in range(layout.n_heads):
-            t = thumbnail(attention[layer, head], layout.thumb)
-            peak = float(t.max())
-            idx = np.zeros(t.shape, dtype=np.int64) if peak <= 0 else np.round(t / peak * 255).astype(np.int64)
-            y0, x0 = layout.gap + layer * step, layout.gap + head * step
-            canvas[y0:y0 + layout.thumb, x0:x0 + layout.thumb] = lut[idx]
+    canvas[gap:, gap:] = cells.reshape(layout.n_layers * (t + gap), layout.n_heads * (t + gap), 3)
     buf = io.BytesIO()
     # zlib level 1: on MiniLM's 512-token grid 390 kB in 19 ms, against 344 kB in 66 ms at level 6 (a new text
     # waits for this picture; the browser fetches it once from the app's media endpoint)

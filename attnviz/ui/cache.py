@@ -227,7 +227,18 @@ def _array_key(a: np.ndarray) -> tuple:
     return a.shape, str(a.dtype), hashlib.blake2b(np.ascontiguousarray(a).tobytes(), digest_size=16).hexdigest()
 
 
-@st.cache_resource(max_entries=48, show_spinner=False, hash_funcs={np.ndarray: _array_key})
+def _list_key(items: list):
+    """A list argument as a cache key: a list of strings (the tokens, 512 of them on a long text) as one digest
+    of its JSON, where Streamlit's hasher would take the strings one by one; any other list as a tuple."""
+    import hashlib
+    import json
+
+    if all(type(v) is str for v in items):
+        return "strings", hashlib.blake2b(json.dumps(items).encode(), digest_size=16).hexdigest()
+    return tuple(items)
+
+
+@st.cache_resource(max_entries=48, show_spinner=False, hash_funcs={np.ndarray: _array_key, list: _list_key})
 def _shared_figure(name: str, _build, args: tuple, kwargs: dict):
     from attnviz.plotting import no_si_prefixes
 

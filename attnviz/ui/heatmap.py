@@ -12,6 +12,7 @@ from attnviz.heatmap.views import MatrixView, block_weights, select_view
 from attnviz.ui.cache import figure
 from attnviz.ui.figure import show_figure
 from attnviz.ui.heads import token_picker
+from attnviz.ui.html_view import show_html
 from attnviz.ui.metrics import ablation_note
 from attnviz.ui.page import stop as stop_page
 from attnviz.ui.present import presenting
@@ -64,12 +65,12 @@ def shaded_text(head_view: MatrixView, tokens, focus: int, where: str, what: str
     st.caption(f"What **{tokens[focus]}** attends to (its row; sums to {float(row.sum()):.3f}, darkest = "
                f"{row.max():.3f})" + (" · special tokens hidden" + (", renormalised" if head_view.renormalised else "")
                                       if hide else ""))
-    st.html(shaded_text_html(shown_tokens, row, focus=fi, continuation=cont, special=None if hide else special,
-                             what=what))
+    show_html(shaded_text_html(shown_tokens, row, focus=fi, continuation=cont, special=None if hide else special,
+                               what=what), key="hm_text_row")
     st.caption(f"Who attends to **{tokens[focus]}** (its column: each token's {what} on it, darkest = "
                f"{col.max():.3f})")
-    st.html(shaded_text_html(shown_tokens, col, focus=fi, continuation=cont, special=None if hide else special,
-                             what=what))
+    show_html(shaded_text_html(shown_tokens, col, focus=fi, continuation=cont, special=None if hide else special,
+                               what=what), key="hm_text_col")
 
 
 def token_focus(result, which: str, layer: int, head: int, head_name: str, palette, what: str, ablated,
