@@ -147,7 +147,8 @@ _BUSY_JS = """() => {
   const skeletons = document.querySelectorAll('[data-testid="stSkeleton"], [data-testid="stAppSkeleton"], [data-testid="stSpinner"]').length;
   const elements = document.querySelectorAll('[data-testid="stMainBlockContainer"] [data-testid="stElementContainer"]').length;
   const charts = [...document.querySelectorAll('[data-testid="stPlotlyChart"]')];
-  const unrendered = charts.filter(c => !(c.querySelector('.js-plotly-plot')?._fullLayout)).length;
+  const unrendered = charts.filter(c => !(c.querySelector('.js-plotly-plot')?._fullLayout)).length
+    + document.querySelectorAll('.attnviz-plotly[data-drawing], .attnviz-plotly:not(.js-plotly-plot)').length;
   return running || skeletons > 0 || elements === 0 || unrendered > 0;
 }"""
 

@@ -35,7 +35,8 @@ def long_input(i: int) -> str:
 
 
 # [busy, fingerprint of the figure under `sel`]: busy while the script runs, a spinner or skeleton shows,
-# an element is stale (drawn by the previous run and not yet replaced), or a plotly chart has not rendered.
+# an element is stale (drawn by the previous run and not yet replaced), or a plotly chart has not rendered (one
+# drawn in place, ui.plotly_bytes, is marked data-drawing until it has).
 # The fingerprint is a position-weighted sum over the numbers and strings of the figure's traces (the text
 # of `sel` when it holds no figure). A long array is read at an even stride (about 128 rows of about 256 values:
 # every value of a 16-token map, 1 in 8 of a 512-token one) so that polling every 20 ms does not keep the page's
@@ -47,7 +48,8 @@ _STATE_JS = """(sel) => {
     || document.querySelector('[data-testid="stSkeleton"], [data-testid="stAppSkeleton"], [data-testid="stSpinner"]') !== null
     || document.querySelector('[data-stale="true"]') !== null
     || document.querySelectorAll('[data-testid="stMainBlockContainer"] [data-testid="stElementContainer"]').length === 0
-    || charts.some(c => !(c.querySelector('.js-plotly-plot')?._fullLayout));
+    || charts.some(c => !(c.querySelector('.js-plotly-plot')?._fullLayout))
+    || document.querySelector('.attnviz-plotly[data-drawing], .attnviz-plotly:not(.js-plotly-plot)') !== null;
   const el = document.querySelector(sel + ' .js-plotly-plot');
   if (!el) { const box = document.querySelector(sel); return [busy, box ? box.innerText : null]; }
   if (!el._fullData) return [busy, null];

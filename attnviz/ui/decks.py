@@ -327,7 +327,7 @@ def presenting_deck() -> tuple[str, dk.Deck, int] | None:
 # the part of the page (ui.page.part) that holds the first figure. Only on a page that has a figure; the
 # slide bar itself stays.
 _MAIN = '[data-testid="stMainBlockContainer"] > [data-testid="stVerticalBlock"]'
-_FIG = '[data-testid="stPlotlyChart"]'
+_FIG = ':is([data-testid="stPlotlyChart"], .attnviz-plotly)'  # Streamlit's charts and those drawn in place
 _BEFORE = f":not(:has({_FIG})):not(:has({_FIG}) ~ *)"  # no figure in it, nor in any block before it
 _TABS = f'[data-testid="stTabPanel"] > [data-testid="stVerticalBlock"]:has({_FIG}) > {_BEFORE}'
 _PART = f'.st-key-{PART_BOX}:has({_FIG}) > {_BEFORE}'  # a part of the page (ui.page.part) holding the first figure

@@ -113,6 +113,13 @@ export default async function (component) {
   }
   const height = spec.figure.layout.height || 450;
   gd.style.height = height + 'px';  // its place is kept while plotly.js loads
+  gd.dataset.drawing = '1';  // until this figure is drawn (a page that waits for its charts reads it)
+  try { await draw(gd, spec, parentElement, turn, height); } finally {
+    if (parentElement.__attnvizTurn === turn) delete gd.dataset.drawing;
+  }
+}
+
+async function draw(gd, spec, parentElement, turn, height) {
   let Plotly;
   try {
     Plotly = await plotlyFrom(spec.plotly);
