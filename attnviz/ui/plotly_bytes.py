@@ -29,6 +29,8 @@ THEME = {
     "yaxis": {"tickfont": {"color": TEXT, "size": 12}, "title": {"font": {"color": TEXT, "size": 14}, "standoff": 24},
               "gridcolor": LINE, "tickcolor": LINE, "zerolinecolor": LINE, "automargin": True},
     "margin": {"pad": 8},
+    # plotly derives the toolbar's colours from the paper's, which is transparent here: these are its own for white
+    "modebar": {"bgcolor": "rgba(255,255,255,0.5)", "color": "rgba(68,68,68,0.3)", "activecolor": "rgba(68,68,68,0.7)"},
 }
 COLORBAR = {"outlinewidth": 0, "title": {"font": {"color": TEXT, "size": 14}}, "tickfont": {"color": TEXT, "size": 12}}
 
