@@ -177,8 +177,18 @@ def available() -> bool:
 
 
 def plotly_url() -> str:
-    """plotly.js on the app's media endpoint (added on every run that shows such a figure, so it stays served)."""
-    return _files().add(plotly_js(), "text/javascript", "attnviz-plotly-js")
+    """plotly.js on the app's media endpoint, added once on every run that shows such a figure, so it stays served
+    (the run is told by its context's cursors, a new dict on every run, which the memo holds on to)."""
+    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    memo = getattr(ctx, "_attnviz_plotly_url", None)
+    if ctx is not None and memo is not None and memo[0] is ctx.cursors:
+        return memo[1]
+    url = _files().add(plotly_js(), "text/javascript", "attnviz-plotly-js")
+    if ctx is not None:
+        ctx._attnviz_plotly_url = (ctx.cursors, url)
+    return url
 
 
 def _files():
