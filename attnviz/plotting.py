@@ -44,7 +44,8 @@ def no_si_prefixes(fig: go.Figure) -> go.Figure:
     # each axis set directly: fig.update_xaxes goes through plotly's batch relayout, several times slower
     for axis in (*fig.select_xaxes(), *fig.select_yaxes()):
         for k, v in NO_SI.items():
-            setattr(axis, k, v)
+            if getattr(axis, k) != v:  # a builder that set it already saves plotly's relayout
+                setattr(axis, k, v)
     for trace in fig.data:
         if "colorbar" in trace:
             trace.colorbar.exponentformat = NO_SI["exponentformat"]

@@ -58,10 +58,10 @@ def heatmap_figure(values: np.ndarray, row_tokens, col_tokens, *, rows=None, col
     fig = go.Figure(traces, layout=dict(
         title=title, height=side, margin=dict(l=10, r=10, t=40 if title else 10, b=10),
         plot_bgcolor="rgba(0,0,0,0)",
-        xaxis=dict(title=x_title, side="bottom", tickangle=-60, type="category", automargin=True,
+        xaxis=dict(title=x_title, side="bottom", tickangle=-60, type="category", automargin=True, **NO_SI,
                    tickmode="array", tickvals=[col_labels[i] for i in xt["tickvals"]], ticktext=xt["ticktext"],
                    showgrid=False, zeroline=False),
-        yaxis=dict(title=y_title, autorange="reversed", type="category", automargin=True,
+        yaxis=dict(title=y_title, autorange="reversed", type="category", automargin=True, **NO_SI,
                    tickmode="array", tickvals=[row_labels[i] for i in yt["tickvals"]], ticktext=yt["ticktext"],
                    showgrid=False, zeroline=False),
     ))
@@ -103,10 +103,10 @@ def focus_figure(layer_attention: np.ndarray, token: int, tokens, *, direction: 
     fig = go.Figure(go.Heatmap(z=values, x=labels, y=np.arange(n_heads), colorscale=colorscale,
                                zmin=0, hovertemplate=hover, colorbar=dict(title=what_shown, **NO_SI)), layout=dict(
         title=heading, height=int(max(260, 26 * n_heads + 140)), margin=dict(l=10, r=10, t=40, b=10),
-        xaxis=dict(title="key" if direction == "out" else "query", tickangle=-60, automargin=True,
+        xaxis=dict(title="key" if direction == "out" else "query", tickangle=-60, automargin=True, **NO_SI,
                    type="category", tickmode="array", tickvals=[labels[i] for i in ticks["tickvals"]],
                    ticktext=ticks["ticktext"]),
-        yaxis=dict(tickmode="array", tickvals=list(range(n_heads)), ticktext=head_labels, autorange="reversed",
+        yaxis=dict(tickmode="array", tickvals=list(range(n_heads)), ticktext=head_labels, autorange="reversed", **NO_SI,
                    automargin=True),
     ))
     attach_numbers(fig, lambda: matrix_csv(values, head_labels, [f"{int(i)}:{tokens[int(i)]}" for i in positions],
@@ -146,7 +146,7 @@ def lines_figure(matrix: np.ndarray, tokens, *, focus: int | None = None, thresh
             hovertext=hover, hoverinfo="text", showlegend=False))
     return go.Figure(traces, layout=dict(
         title=title, height=int(max(300, 18 * n + 80)), margin=dict(l=10, r=10, t=40 if title else 10, b=10),
-        xaxis=dict(visible=False, range=[-0.6, 1.6]), yaxis=dict(visible=False, autorange="reversed"),
+        xaxis=dict(visible=False, range=[-0.6, 1.6], **NO_SI), yaxis=dict(visible=False, autorange="reversed", **NO_SI),
         plot_bgcolor="white",
     ))
 
@@ -192,10 +192,10 @@ def grid_figure(png: bytes, layout: GridLayout, *, head_means=None, ablated=(), 
         frames.append(grid_frame(layout, *selected))
     fig = go.Figure([go.Image(source=uri, hoverinfo="skip"), clicks], layout=dict(
         shapes=frames, height=int(layout.height * 1.0 + 70), margin=dict(l=60, r=10, t=30, b=10), dragmode=False,
-        xaxis=dict(range=[0, layout.width], showgrid=False, zeroline=False, side="top", title="head",
+        xaxis=dict(range=[0, layout.width], showgrid=False, zeroline=False, side="top", title="head", **NO_SI,
                    tickvals=[layout.gap + h * step + layout.thumb / 2 for h in range(layout.n_heads)],
                    ticktext=[str(h) for h in range(layout.n_heads)], constrain="domain"),
-        yaxis=dict(range=[layout.height, 0], showgrid=False, zeroline=False, title="layer",
+        yaxis=dict(range=[layout.height, 0], showgrid=False, zeroline=False, title="layer", **NO_SI,
                    tickvals=[layout.gap + l * step + layout.thumb / 2 for l in range(layout.n_layers)],
                    ticktext=[str(l) for l in range(layout.n_layers)], scaleanchor="x", constrain="domain"),
     ))
