@@ -4,7 +4,7 @@ import streamlit as st
 from attnviz.errors import BadInput
 from attnviz.plotting import PALETTES
 from attnviz.heatmap.figures import heatmap_figure
-from attnviz.heatmap.raster import GridLayout, default_thumb
+from attnviz.heatmap.raster import GridLayout, default_thumb, grid_csv
 from attnviz.ui.cache import figure, grid_image
 from attnviz.heatmap.figures import grid_figure, grid_frame
 from attnviz.export import result_npz
@@ -107,11 +107,12 @@ def heads_view() -> None:
     with grid_col:
         layout = GridLayout(n_layers, n_heads, default_thumb(n_layers, n_heads, attention.shape[2]), 2)
         png = grid_image(attention, layout.n_layers, layout.n_heads, layout.thumb, layout.gap, palette)
-        # the same figure for every head (cached), the open head's frame drawn over it
-        show_figure(figure(grid_figure, png, layout, ablated=tuple(sorted(ablated)), attention=attention,
-                           tokens=q_tokens, key_tokens=k_tokens),
+        # the same figure for every head (cached without the weights, which the cache would keep alive), the open
+        # head's frame drawn over it, its numbers made from this result when exported
+        show_figure(figure(grid_figure, png, layout, ablated=tuple(sorted(ablated))),
                     key="hm_grid", name="all-heads", on_select="rerun", selection_mode="points", exports=False,
-                    shapes=[grid_frame(layout, layer, head)], in_place=True)
+                    shapes=[grid_frame(layout, layer, head)],
+                    numbers=lambda: grid_csv(attention, q_tokens, layout.thumb, k_tokens), in_place=True)
 
     # --- one head ---------------------------------------------------------------------------
     head_name = "heads summed" if result.quantity == "ALTI" else f"head {head}"

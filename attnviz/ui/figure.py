@@ -8,7 +8,7 @@ import streamlit as st
 
 from attnviz.errors import AttnvizError
 from attnviz.export import figure_csv, figure_html, figure_image
-from attnviz.plotting import _uses_coloraxis, copy_figure, no_si_prefixes
+from attnviz.plotting import _uses_coloraxis, attach_numbers, copy_figure, no_si_prefixes
 from attnviz.ui import plotly_bytes
 from attnviz.ui.present import presenting
 
@@ -106,16 +106,19 @@ def reset_counter() -> None:
 
 
 def page_figures() -> list:
-    """[(name, figure, shapes drawn over it or None)] shown so far in this run (a part's rerun replaces its own
-    figures: see part_figures)."""
+    """[(name, figure, None or a callable making the copy its exports show (see exported))] shown so far in this
+    run (a part's rerun replaces its own figures: see part_figures)."""
     return list(st.session_state.get(_PAGE_FIGURES, {}).values())
 
 
-def with_shapes(fig, shapes: list):
-    """A copy of `fig` with `shapes` drawn over it."""
+def exported(fig, shapes: list | None, numbers=None):
+    """A copy of `fig` as its exports show it: with `shapes` drawn over it, and `numbers` (a callable returning CSV
+    text) as its numbers when given."""
     out = copy_figure(fig)
-    for shape in shapes:
+    for shape in shapes or ():
         out.add_shape(shape)
+    if numbers is not None:
+        attach_numbers(out, numbers)
     return out
 
 
@@ -142,7 +145,7 @@ def _zip_or_note(figs, fmt):
     from attnviz.export import figures_zip
 
     try:
-        return figures_zip([(name, with_shapes(fig, shapes) if shapes else fig) for name, fig, shapes in figs], fmt)
+        return figures_zip([(name, finish(fig) if finish else fig) for name, fig, finish in figs], fmt)
     except AttnvizError as e:
         return str(e).encode()
 
@@ -174,14 +177,15 @@ def clicked_key(key: str) -> str:
 
 
 def show_figure(fig, key: str | None = None, *, name: str | None = None, exports: bool = True, toolbar: bool = True,
-                in_place: bool = False, shapes: list | None = None, **kwargs):
+                in_place: bool = False, shapes: list | None = None, numbers=None, **kwargs):
     """The one way to draw a plotly figure; returns what st.plotly_chart returns (the selection with on_select:
     read a clicked head with ui.heads.clicked_head(key)).
 
     In presentation mode fonts and heights grow. Below the figure: downloads of its numbers
     (CSV), an offline HTML page and an SVG; the camera icon saves a PNG in the browser. toolbar=False hides
     plotly's buttons (the lab pages' figures). shapes: plotly shapes drawn over the figure (a frame around the
-    chosen item), so a cached figure stays as it is. in_place: the figure is drawn by plotly.js in the page and
+    chosen item), so a cached figure stays as it is; numbers: a callable returning the CSV its exports hold, for a
+    cached figure built without the arrays behind it (the cache would keep them alive). in_place: the figure is drawn by plotly.js in the page and
     redrawn in place on a later run (ui.plotly_bytes): a map of more than plotting.BYTES_ABOVE values goes as
     float32 bytes, a large picture as a link, changed shapes alone are redrawn alone, and with on_select="rerun" a
     click on a point reports its customdata to clicked_head; without a running server (AppTest) st.plotly_chart
@@ -201,9 +205,10 @@ def show_figure(fig, key: str | None = None, *, name: str | None = None, exports
         config["displayModeBar"] = False
     config.update(kwargs.pop("config", {}))
     kwargs.setdefault("width", "stretch")
-    if shapes and not (in_place and plotly_bytes.available()):
-        fig, shapes = with_shapes(fig, shapes), None
-    if in_place and plotly_bytes.available():
+    drawn_in_place = in_place and plotly_bytes.available()
+    if (shapes or numbers) and not drawn_in_place:
+        fig, shapes, numbers = exported(fig, shapes, numbers), None, None
+    if drawn_in_place:
         clicks = kwargs.get("on_select") == "rerun"
         plotly_bytes.show(fig, key, config, overlay=shapes,
                           on_click=(lambda: st.session_state.__setitem__(clicked_key(key), st.session_state[key]["click"]))
@@ -211,9 +216,11 @@ def show_figure(fig, key: str | None = None, *, name: str | None = None, exports
         event = None
     else:
         event = st.plotly_chart(fig, key=key, config=config, **kwargs)
-    st.session_state.setdefault(_PAGE_FIGURES, {})[key] = (name, fig, shapes)
-    if shapes:  # the exports show what the page shows, shapes and all
-        fig = with_shapes(fig, shapes) if exports and not presenting() else fig
+    # the exports show what the page shows, shapes and all, with the numbers behind it (made when asked for)
+    finish = (lambda f, s=shapes, n=numbers: exported(f, s, n)) if (shapes or numbers) else None
+    st.session_state.setdefault(_PAGE_FIGURES, {})[key] = (name, fig, finish)
+    if finish is not None and exports and not presenting():
+        fig = finish(fig)
     if exports and not presenting():
         with st.container(horizontal=True, gap="small"):
             st.download_button("CSV", lambda: figure_csv(fig), file_name=f"{name}.csv", mime="text/csv",

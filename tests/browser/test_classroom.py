@@ -100,7 +100,7 @@ def test_chromium_and_the_load_generator_get_the_same_from_the_server(server, pa
         await s.open(heatmap_link())
         run_ = await s.set_widget("hm_head", head)
         out = {"run": run_, "z": plotly_array(s.figure("hm_heatmap")["data"][0]["z"]),
-               "plots": len(s.of_kind("plotly_chart")), "metric": s.metric("Largest"),
+               "plots": s.charts(), "metric": s.metric("Largest"),
                "h3": [h.body for h in s.of_kind("heading") if h.tag == "h3"], "query": s.query_string}
         await s.close()
         return out

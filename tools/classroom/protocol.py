@@ -316,11 +316,27 @@ class Session:
                 return m.body
         raise SessionError(f"no metric starting {label_start!r}")
 
+    def _in_place(self) -> list:
+        """The figures the app drew in place (its ui.plotly_bytes component): their elements' protos."""
+        from attnviz.ui.plotly_bytes import NAME
+
+        return [c for c in self.of_kind("bidi_component") if c.component_name == NAME]
+
+    def charts(self) -> int:
+        """How many plotly figures the last run drew (st.plotly_chart's and those drawn in place)."""
+        return len(self.of_kind("plotly_chart")) + len(self._in_place())
+
     def figure(self, key: str) -> dict:
-        """The plotly figure (JSON spec) drawn with this key."""
+        """The plotly figure (JSON spec) drawn with this key; a figure drawn in place has its large arrays back in
+        it as numpy float32 (plotting.figure_from_bytes)."""
+        from attnviz.plotting import figure_from_bytes
+
         for chart in self.of_kind("plotly_chart"):
             if chart.id.endswith("-" + key):
                 return json.loads(chart.spec)
+        for c in self._in_place():
+            if c.id.endswith("-" + key):
+                return figure_from_bytes(c.bytes)["figure"]
         raise SessionError(f"no figure {key!r} on the page")
 
 
