@@ -223,20 +223,21 @@ PICTURE_PREFIX = "data:image/png;base64,"
 LINK_ABOVE = 16_384  # characters of an embedded picture above which figure_bytes can send a link instead
 
 
-def pictures_as_links(d: dict, link) -> dict:
-    """A figure's JSON `d` (to_plotly_json) with each image trace whose source is a data-URI PNG longer than
+def pictures_as_links(d: dict, link) -> list[int]:
+    """In a figure's JSON `d` (to_plotly_json), each image trace whose source is a data-URI PNG longer than
     LINK_ABOVE characters replaced, in place, by a layout image over the same area whose source is link(trace
     index, png bytes) (plotly's image trace takes data URIs only; a layout image takes a link): a figure redrawn
-    around the same picture then names it instead of carrying it."""
+    around the same picture then names it instead of carrying it. Returns the indices of the traces removed."""
     import base64
 
-    kept = []
+    kept, removed = [], []
     for i, t in enumerate(d.get("data", [])):
         src = t.get("source")
         if t.get("type") != "image" or not isinstance(src, str) or not src.startswith(PICTURE_PREFIX) \
                 or len(src) <= LINK_ABOVE:
             kept.append(t)
             continue
+        removed.append(i)
         png = base64.b64decode(src[len(PICTURE_PREFIX):])
         width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")  # the IHDR chunk
         dx, dy = t.get("dx") or 1, t.get("dy") or 1
@@ -245,7 +246,7 @@ def pictures_as_links(d: dict, link) -> dict:
             x=(t.get("x0") or 0) - dx / 2, y=(t.get("y0") or 0) - dy / 2, sizex=width * dx, sizey=height * dy,
             xanchor="left", yanchor="top", sizing="stretch", layer="below"))
     d["data"] = kept
-    return d
+    return removed
 
 
 def figure_bytes(fig: go.Figure, extra: dict, *, layout: dict | None = None, colorbar: dict | None = None,
@@ -264,7 +265,6 @@ def figure_bytes(fig: go.Figure, extra: dict, *, layout: dict | None = None, col
 
     big = large_arrays(fig)
     d = fig.to_plotly_json()
-    d_traces = list(d["data"])
     arrays, blobs = [], []
     for i, field in big:
         a = np.ascontiguousarray(getattr(fig.data[i], field), dtype="<f4")
@@ -276,12 +276,9 @@ def figure_bytes(fig: go.Figure, extra: dict, *, layout: dict | None = None, col
             if t.get("type") == "heatmap" and t.get("showscale", True) is not False:
                 t["colorbar"] = merged(colorbar, t.get("colorbar") or {})
     if link is not None:
-        before = len(d["data"])
-        pictures_as_links(d, link)
-        if len(d["data"]) != before:  # pictures left the traces: the arrays' trace indices follow
-            ids = [id(t) for t in d["data"]]
-            for a in arrays:
-                a["trace"] = ids.index(id(d_traces[a["trace"]]))
+        removed = pictures_as_links(d, link)
+        for a in arrays:  # pictures left the traces before it: an array's trace index follows
+            a["trace"] -= sum(r < a["trace"] for r in removed)
     if layout is not None:
         d["layout"] = merged(layout, {k: v for k, v in d.get("layout", {}).items() if k != "template"})
     body = b"".join(blobs)

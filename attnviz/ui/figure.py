@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 from contextlib import contextmanager
+from functools import partial
 
 import streamlit as st
 
@@ -217,19 +218,20 @@ def show_figure(fig, key: str | None = None, *, name: str | None = None, exports
     else:
         event = st.plotly_chart(fig, key=key, config=config, **kwargs)
     # the exports show what the page shows, shapes and all, with the numbers behind it (made when asked for)
-    finish = (lambda f, s=shapes, n=numbers: exported(f, s, n)) if (shapes or numbers) else None
+    finish = partial(exported, shapes=shapes, numbers=numbers) if (shapes or numbers) else None
     st.session_state.setdefault(_PAGE_FIGURES, {})[key] = (name, fig, finish)
-    if finish is not None and exports and not presenting():
-        fig = finish(fig)
     if exports and not presenting():
+        def download(fig=fig):  # what a download holds, made when one is asked for
+            return finish(fig) if finish is not None else fig
+
         with st.container(horizontal=True, gap="small"):
-            st.download_button("CSV", lambda: figure_csv(fig), file_name=f"{name}.csv", mime="text/csv",
+            st.download_button("CSV", lambda: figure_csv(download()), file_name=f"{name}.csv", mime="text/csv",
                                key=f"{key}_csv", on_click="ignore", icon=":material/table:", type="tertiary",
                                help="The numbers behind this figure")
-            st.download_button("HTML", lambda: figure_html(fig), file_name=f"{name}.html", mime="text/html",
+            st.download_button("HTML", lambda: figure_html(download()), file_name=f"{name}.html", mime="text/html",
                                key=f"{key}_html", on_click="ignore", icon=":material/code:", type="tertiary",
                                help="A standalone page of this figure that opens offline")
-            st.download_button("SVG", lambda: _svg(fig, name), file_name=f"{name}.svg", mime="image/svg+xml",
+            st.download_button("SVG", lambda: _svg(download(), name), file_name=f"{name}.svg", mime="image/svg+xml",
                                key=f"{key}_svg", on_click="ignore", icon=":material/image:", type="tertiary",
                                help="Vector image, rendered on the server (needs Chromium)")
     return event
