@@ -23,15 +23,13 @@ Notation, one layer, query i, key j, head h (H heads, d = d_model):
 How ALTI is computed (off the diagonal, where T_i(x_j) = u_ij, in the LayerNorm's scaled space for post-norm):
 with s_i = sign(y_i) (+1 where y_ik = 0),
   ||y_i||_1 - ||y_i - T||_1 = s_i . T - 2 sum_k max(0, s_ik T_k - |y_ik|)
-exactly, component by component. The first term is linear in T: D_ij = sum_h alpha^h_ij (s_i . f_h(x_j)) comes
-from f_h's rank-d_head factors (values times the head's slice of W_O), a few small GEMMs instead of n^2 d H
-multiply-adds. The second term is nonzero only where T overshoots y_i's component; it is a sum of non-negative
-terms, so float32 keeps it exact relative to the contribution (subtracting two whole L1 norms would not). It
-needs every T_ijk: one GEMM per tile of (key, d, query) values, TILE_BYTES each so that the tile is reduced
-while it is still in cache. The diagonal (T_i(x_i) holds the residual x_i) is computed directly.
+exactly, component by component. The first term is linear in T; the second is nonzero only where T overshoots
+y_i's component, and is a sum of non-negative terms, so float32 keeps it exact relative to the contribution
+(subtracting two whole L1 norms would not). Both need every T_ijk = sum_h alpha^h_ij f_h(x_j)_k: pairs.pairs makes
+them key by key and reduces them in registers. The diagonal (T_i(x_i) holds the residual x_i) is computed directly.
 
 Only (query, key) matrices are kept; ||u_ij|| comes from each token's head Gram matrix f_h(x_j) . f_k(x_j)
-without building u at all."""
+without building u at all (in the same pass)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -39,13 +37,9 @@ from functools import cached_property
 
 import numpy as np
 
+from attnviz.contrib.pairs import aligned, pairs, spread
 from attnviz.types import LayerHeadShape
 
-# One tile of T_ijk values (key, d, query): small enough to stay in cache between its GEMM and its three
-# elementwise passes (3 MB: about twice as fast here as 12-16 MB tiles, which spill to memory), big enough that
-# the per-tile overhead stays small. Query rows go up to ROWS a tile (the GEMM is fastest with many).
-TILE_BYTES = 3 * 2**20
-ROWS = 512
 MIXING = ("weights", "value-weighted", "+ residual", "+ residual + LayerNorm")
 BLOCK_PARTS = {
     True: "attention heads summed, the residual connection and the LayerNorm after them (its bias and "
@@ -109,13 +103,10 @@ class Contributions(LayerHeadShape):
         return out
 
 
-def _rows_per_chunk(n: int, d: int) -> int:
-    return max(1, min(n, ROWS))
-
-
-def layer(parts, value_weighted: np.ndarray | None = None) -> dict:
+def layer(parts, value_weighted: np.ndarray | None = None, key_major: np.ndarray | None = None) -> dict:
     """Every contribution quantity of one layer (numpy float32 arrays; see the module docstring).
-    value_weighted: a float32 (head, q, k) array to write the per-head value-weighted attention into."""
+    value_weighted: a float32 (head, q, k) array to write the per-head value-weighted attention into;
+    key_major: a (key, head, q) scratch array for the weights (pairs.spread), reused from layer to layer."""
     import torch
 
     A, V, W, b, x, y = parts.attention, parts.values, parts.w_out, parts.b_out, parts.x, parts.y
@@ -125,8 +116,7 @@ def layer(parts, value_weighted: np.ndarray | None = None) -> dict:
     # f_h(x_j): (head, key, d) = values (key, head, d_head) through head h's columns of W_O
     F = torch.bmm(V.permute(1, 0, 2), W.view(d, H, d_head).permute(1, 2, 0))
     fnorm = torch.linalg.vector_norm(F, dim=-1)  # (head, key)
-    out = None if value_weighted is None else torch.from_numpy(value_weighted)
-    vw_head = torch.mul(A, fnorm[:, None, :], out=out)  # (head, q, k)
+    vw_head, Ak = spread(A.numpy(), fnorm.numpy(), value_weighted, key_major)  # (head, q, k), (key, head, q)
 
     # sum_j u_ij: (q, d), as the model computes it: the heads' outputs side by side through W_O
     received = torch.bmm(A, V.permute(1, 0, 2)).transpose(0, 1).reshape(n, H * d_head) @ W.T
@@ -162,10 +152,6 @@ def layer(parts, value_weighted: np.ndarray | None = None) -> dict:
     if post:
         mixing["+ residual + LayerNorm"] = ratio(g(context), g(kept))
 
-    # ||u_ij|| from the Gram matrix of each key's head vectors: (key, head, head); ||u_ij||^2 = a_ij . G_j a_ij
-    gram = torch.bmm(F.permute(1, 0, 2), F.permute(1, 2, 0))
-    Ak = A.transpose(1, 2).contiguous().transpose(0, 1)  # (key, head, query), a view of per-head transposes
-    vw_layer = torch.sqrt(torch.bmm(gram, Ak).mul_(Ak).sum(1).clamp_min(0)).T.contiguous()  # (q, k)
     # ALTI works on the vectors themselves: centre and scale them once, so that u_ij built from them is already
     # g_i(u_ij) * s_i (post-norm), then compare with s_i * y_i
     Wn = W.view(d, H, d_head).permute(1, 2, 0)  # (head, d_head, d): f_h(x_j) = values_j^h Wn_h
@@ -174,62 +160,31 @@ def layer(parts, value_weighted: np.ndarray | None = None) -> dict:
         xn = (x - x.mean(dim=-1, keepdim=True)) * gamma
         # c_ij * s_i = ||s_i y_i||_1 - ||s_i y_i - s_i T_i(x_j)||_1: the row's shares are unchanged by s_i
         target = y * s[:, None]
+        Fn = torch.bmm(V.permute(1, 0, 2), Wn)
     else:
-        xn, target = x, y
-    alti = _alti(A, Ak, V, Wn, own_values @ Wn.reshape(H * d_head, d) + xn, target)
+        xn, target, Fn = x, y, F
+    # ||u_ij|| from the Gram matrix of each key's head vectors (key, head, head): ||u_ij||^2 = a_ij . G_j a_ij
+    gram = torch.bmm(F.permute(1, 0, 2), F.permute(1, 2, 0))
+    gain, norm2 = (torch.from_numpy(m) for m in pairs(Ak, Fn.numpy(), gram.numpy(), target.numpy()))
+    vw_layer = norm2.clamp_min_(0).sqrt_()  # (q, k)
+    alti = _alti(gain, target, own_values @ Wn.reshape(H * d_head, d) + xn)
     alti = (alti / alti.sum(dim=-1, keepdim=True, dtype=torch.float64).clamp_min(1e-300)).float()  # row shares
     with_res = vw_layer.clone()
     with_res[torch.arange(n), torch.arange(n)] = torch.linalg.vector_norm(kept, dim=-1)
-    return dict(value_weighted=vw_head.numpy(), value_norms=fnorm.numpy(), value_layer=vw_layer.numpy(), with_residual=with_res.numpy(),
+    return dict(value_weighted=vw_head, value_norms=fnorm.numpy(), value_layer=vw_layer.numpy(), with_residual=with_res.numpy(),
                 alti=alti.numpy(), mixing={k: v.numpy() for k, v in mixing.items()}, post_norm=post, error=error)
 
 
-def _alti(A, Ak, V, Wn, kept, target):
-    """Unnormalised ALTI contributions c_ij = max(0, ||y_i||_1 - ||y_i - T_i(x_j)||_1) of one layer: (q, k).
-
-    A (head, q, k) and Ak, the same as (key, head, q); V (key, head, d_head); Wn (head, d_head, d) with
-    f_h(x_j) = V[j, h] @ Wn[h] in the space of target (q, d); kept (q, d) = T_i(x_i), u_ii + x_i in that space."""
+def _alti(gain, target, kept):
+    """Unnormalised ALTI contributions c_ij = max(0, ||y_i||_1 - ||y_i - T_i(x_j)||_1) of one layer: (q, k), from
+    pairs.pairs's gain (off the diagonal) and, for the diagonal, kept (q, d) = T_i(x_i) = u_ii + x_i in target's
+    space, subtracted component by component (|y_ik - T_ik| - |y_ik|)."""
     import torch
 
-    H, n, _ = A.shape
-    d = Wn.shape[-1]
-    Vh = V.permute(1, 0, 2)  # (head, key, d_head)
-    Fn = torch.bmm(Vh, Wn)  # (head, key, d)
-    y_abs = target.abs()
-    sign = torch.where(target >= 0, 1.0, -1.0)
-    # linear part, D_ij = sum_h alpha^h_ij (s_i . f_h(x_j)), through the factors: (head, q, d_head) then (head, q, k)
-    linear = torch.bmm(torch.matmul(sign, Wn.transpose(1, 2)), Vh.transpose(1, 2)).mul_(A).sum(0)
-    # overshoot part, sum_k max(0, s_ik T_ijk - |y_ik|), a tile of keys x all d x a block of query rows at a time
-    over = torch.zeros((n, n), dtype=torch.float32)  # (key, q)
-    Fd = Fn.permute(1, 2, 0).contiguous()  # (key, d, head)
-    neg_t, sign_t = y_abs.neg().T.contiguous(), sign.T.contiguous()  # (d, q)
-    rows = _rows_per_chunk(n, d)
-    keys = max(1, min(n, TILE_BYTES // (rows * d * 4)))
-    tile = torch.empty(keys * d * rows, dtype=torch.float32)  # reused: fresh memory is slow to first write
-    seen = A.sum(0) > 0  # (q, k): keys some head of the row attends to
-    last = torch.where(seen, torch.arange(n), -1).amax(dim=1)  # (q,): each row's last attended key
-    for start in range(0, n, rows):
-        stop = min(n, start + rows)
-        # a key no row of the block attends to gives nothing (a causal model's later tokens), nor does a key block
-        # to rows that attend only to earlier keys (the rows before the first that reaches k0): skip them
-        k = max(stop, int(last[start:stop].max()) + 1)
-        reach = torch.cummax(last[start:stop], dim=0).values
-        for k0 in range(0, k, keys):
-            k1 = min(k, k0 + keys)
-            r0 = min(start + int(torch.searchsorted(reach, k0)), stop - 1)
-            t = tile[:(k1 - k0) * d * (stop - r0)].view(k1 - k0, d, stop - r0)
-            torch.bmm(Fd[k0:k1], Ak[k0:k1, :, r0:stop], out=t)  # T_ijk: (key, d, q)
-            torch.addcmul(neg_t[:, r0:stop], t, sign_t[:, r0:stop], out=t)  # s_ik T_ijk - |y_ik|
-            torch.sum(t.clamp_min_(0), 1, out=over[k0:k1, r0:stop])
-    gain = linear - 2 * over.T
-    # the diagonal directly: T_i(x_i) = u_ii + x_i, subtracted component by component (|y_ik - T_ik| - |y_ik|)
-    idx = torch.arange(n)
-    own = ((target - kept).abs() - y_abs).sum(-1).neg()
-    c = gain.clamp_min(0)
-    # a key no head attends to gives nothing (exactly: float rounding would leave ~1e-7 on masked keys)
-    c *= seen
-    c[idx, idx] = own.clamp_min(0)
-    return c
+    own = ((target - kept).abs() - target.abs()).sum(-1).neg()
+    idx = torch.arange(target.shape[0])
+    gain[idx, idx] = own.clamp_min(0)
+    return gain
 
 
 def decompose(layers) -> Contributions:
@@ -238,8 +193,9 @@ def decompose(layers) -> Contributions:
 
     # the largest part (layer, head, q, k) is written in place: stacking it would copy 75 MB at 512 tokens
     value_weighted = np.empty((len(layers), *layers[0].attention.shape), dtype=np.float32)
+    key_major = aligned(layers[0].attention.permute(2, 0, 1).shape)
     with torch.inference_mode():
-        per = [layer(p, value_weighted[l]) for l, p in enumerate(layers)]
+        per = [layer(p, value_weighted[l], key_major) for l, p in enumerate(layers)]
     names = per[0]["mixing"].keys()
 
     def stacked(key):  # every part is float32 already: one copy

@@ -3,6 +3,8 @@ parts, and an independent straightforward implementation (the whole (query, key,
 as the reference code of Ferrando et al. does) on tiny models and on the packaged MiniLM and SmolLM2."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 import torch
@@ -101,16 +103,29 @@ def test_parts_rebuild_the_block_and_match_the_straightforward_way(arch):
         assert np.abs(np.triu(c.alti[0], 1)).max() == 0 and np.abs(np.triu(c.value_layer[0], 1)).max() == 0
 
 
-def test_chunked_equals_one_block(monkeypatch):
-    from attnviz.contrib import decompose as D
+@pytest.mark.parametrize("heads, d", [(3, 7), (12, 16)])  # an odd width is padded; each head count compiles
+def test_pairs_match_every_pair_built_in_float64(heads, d):
+    from attnviz.contrib.pairs import pairs
 
-    lm = tiny_loaded("bert")
-    _, layers = _record_hf(lm, "one two three four five six seven eight nine ten eleven twelve")
-    whole = decompose(layers)
-    monkeypatch.setattr(D, "_rows_per_chunk", lambda n, d: 3)  # blocks that do not divide n
-    chunked = decompose(layers)
-    np.testing.assert_allclose(chunked.alti, whole.alti, atol=1e-6)
-    np.testing.assert_allclose(chunked.value_layer, whole.value_layer, atol=1e-6)
+    rng = np.random.default_rng(heads)
+    n_q, n_k = 9, 11
+    A = rng.random((n_k, heads, n_q)).astype(np.float32)
+    A[4] = 0  # a key no head attends to
+    A[6, :, 2] = 0  # nor to this one from query 2
+    F = rng.standard_normal((heads, n_k, d)).astype(np.float32)
+    G = np.einsum("hjd,mjd->jhm", F, F) * 0.5  # a Gram matrix of other vectors than F
+    y = rng.standard_normal((n_q, d)).astype(np.float32)
+    y[0, 0] = 0  # sign +1
+    unaligned = np.empty(A.size + 1, np.float32)[1:].reshape(A.shape)  # 4 bytes past numpy's boundary
+    unaligned[...] = A
+    gain, norm2 = pairs(unaligned, F, G, y)
+    A64, F64, y64 = A.astype(np.float64), F.astype(np.float64), y.astype(np.float64)
+    T = np.einsum("jhi,hjk->ijk", A64, F64)  # (q, k, d)
+    expected = np.abs(y64).sum(-1)[:, None] - np.abs(y64[:, None, :] - T).sum(-1)
+    expected = np.where(A64.sum(1).T > 0, np.maximum(expected, 0), 0)
+    np.testing.assert_allclose(gain, expected, atol=2e-5)
+    assert gain[:, 4].max() == 0 and gain[2, 6] == 0
+    np.testing.assert_allclose(norm2, np.einsum("jhi,jhm,jmi->ij", A64, G.astype(np.float64), A64), rtol=1e-5)
 
 
 def test_rollout_of_contributions():
@@ -198,3 +213,22 @@ def test_real_models_match_the_straightforward_way(key, minilm):
     means = c.mean_mixing()
     # the ordering Kobayashi et al. (2021) report: weights overstate mixing, the residual shrinks it
     assert means["weights"] > means["value-weighted"] > means["+ residual"]
+
+
+def test_compiled_loops_keep_torch_thread_count():
+    """numba's OpenMP threads share the process's OpenMP default with torch: after a compiled loop has run,
+    torch still has the thread count attnviz set (one here), and so does numba."""
+    import subprocess
+    import sys
+
+    code = ("import numpy as np, torch, numba\n"
+            "from attnviz import runtime\n"
+            "from attnviz.contrib.pairs import spread\n"
+            "runtime.configure_threads()\n"
+            "spread(np.ones((2, 8, 8), np.float32), np.ones((2, 8), np.float32))\n"
+            "print(torch.get_num_threads(), numba.get_num_threads())\n")
+    env = {**os.environ, "ATTNVIZ_THREADS": "1"}
+    env.pop("NUMBA_NUM_THREADS", None)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["1", "1"]
