@@ -37,7 +37,8 @@ from functools import cached_property
 
 import numpy as np
 
-from attnviz.contrib.pairs import aligned, pairs, spread
+from attnviz.compiled import aligned
+from attnviz.contrib.pairs import pairs, spread
 from attnviz.types import LayerHeadShape
 
 MIXING = ("weights", "value-weighted", "+ residual", "+ residual + LayerNorm")

@@ -11,38 +11,16 @@ made by a GEMM of inner dimension H and reduced by passes over its output, they 
 spread() writes the value-weighted maps and the key-major copy of the weights that the pass reads in one read."""
 from __future__ import annotations
 
-import os
 from functools import lru_cache
 
 import numpy as np
 
-from attnviz.runtime import configure_threads
+from attnviz import compiled
 
 # the components are taken two at a time: the heads' weights of a pair are loaded once for both
 _STEP = 2
-_ALIGN = 64
 # query rows per task of spread(): 16 rows of 4-byte values fill one 64-byte line of the key-major copy
 _QUERY_BLOCK = 16
-
-
-@lru_cache(maxsize=None)
-def _numba():
-    """numba, with as many threads as torch (runtime.configure_threads) and a threading layer that pages of
-    several sessions may call at once (OpenMP or TBB). numba's OpenMP threads start with its thread count set
-    as the process's OpenMP default, which torch shares: the two counts must agree before numba is imported."""
-    threads = configure_threads()
-    os.environ.setdefault("NUMBA_NUM_THREADS", str(threads))
-    import numba
-
-    if numba.config.THREADING_LAYER == "default":
-        numba.config.THREADING_LAYER = "threadsafe"
-    return numba
-
-
-def _threads():
-    """numba's thread count in the calling thread (its setting is per thread), as torch's."""
-    numba = _numba()
-    numba.set_num_threads(min(configure_threads(), numba.config.NUMBA_NUM_THREADS))
 
 
 @lru_cache(maxsize=None)
@@ -50,7 +28,7 @@ def _kernel(heads: int):
     """The pass for a model of `heads` heads: the head count is a constant of the compiled code, so the loop
     over heads unrolls and the loop over queries vectorises. Compiled once per head count and kept in numba's
     on-disk cache."""
-    numba = _numba()
+    numba = compiled.numba()
 
     H, U = heads, _STEP
 
@@ -102,7 +80,7 @@ def _kernel(heads: int):
 @lru_cache(maxsize=None)
 def _spreader():
     """The pass that writes value-weighted attention and the key-major copy of the weights, reading them once."""
-    numba = _numba()
+    numba = compiled.numba()
 
     B = _QUERY_BLOCK
 
@@ -134,23 +112,10 @@ def spread(A: np.ndarray, fnorm: np.ndarray, vw: np.ndarray | None = None, Ak: n
     pairs() takes, written into the arrays given (of those shapes, float32, C order) or new ones."""
     heads, n_q, n_keys = A.shape
     vw = np.empty(A.shape, np.float32) if vw is None else vw
-    Ak = aligned((n_keys, heads, n_q)) if Ak is None else Ak
-    _threads()
+    Ak = compiled.aligned((n_keys, heads, n_q)) if Ak is None else Ak
+    compiled.threads()
     _spreader()(np.ascontiguousarray(A, np.float32), np.ascontiguousarray(fnorm, np.float32), vw, Ak)
     return vw, Ak
-
-
-def aligned(shape, values=None) -> np.ndarray:
-    """A C-contiguous float32 array at a 64-byte boundary (holding `values` if given, copied only when they are
-    not so already): the loops load whole 64-byte vectors, and numpy's own boundary is 16 bytes."""
-    if values is not None and values.dtype == np.float32 and values.flags.c_contiguous and values.ctypes.data % _ALIGN == 0:
-        return values
-    raw = np.empty(int(np.prod(shape)) * 4 + _ALIGN, np.uint8)
-    start = -raw.ctypes.data % _ALIGN
-    out = raw[start:start + int(np.prod(shape)) * 4].view(np.float32).reshape(shape)
-    if values is not None:
-        out[...] = values
-    return out
 
 
 def pairs(Ak: np.ndarray, F: np.ndarray, G: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -168,8 +133,8 @@ def pairs(Ak: np.ndarray, F: np.ndarray, G: np.ndarray, target: np.ndarray) -> t
         target = np.concatenate([target, np.zeros((n_q, blocks * _STEP - d), np.float32)], axis=-1)
     signs = np.where(target >= 0, np.float32(1), np.float32(-1)).T.reshape(blocks, _STEP, n_q)
     R = np.ascontiguousarray(np.concatenate([signs, np.abs(target).T.reshape(blocks, _STEP, n_q)], axis=1))
-    out = aligned((3, n_keys, n_q))
+    out = compiled.aligned((3, n_keys, n_q))
     out[...] = 0
-    _threads()
-    _kernel(heads)(aligned(Ak.shape, Ak), np.asarray(F, np.float32), np.asarray(G, np.float32), aligned(R.shape, R), out)
+    compiled.threads()
+    _kernel(heads)(compiled.aligned(Ak.shape, Ak), np.asarray(F, np.float32), np.asarray(G, np.float32), compiled.aligned(R.shape, R), out)
     return out[0].T, out[2].T

@@ -95,12 +95,21 @@ class Pooler:
         """The tile edge at or before key k0 (blocks start their keys there)."""
         return int(self.edges[np.searchsorted(self.edges, k0, side="right") - 1])
 
-    def add(self, layer: int, w, q0: int, k0: int):
+    def row_tiles(self, q0: int, rows: int) -> np.ndarray:
+        """int64 (rows,): the tile row of each of the rows q0.., counted from the block's first (as add's `rows`)."""
+        t = np.searchsorted(self.edges, np.arange(q0, q0 + rows), side="right") - 1
+        return t - t[0]
+
+    def add(self, layer: int, w, q0: int, k0: int, rows=None):
         """w: torch float32 (head, q1-q0, K) weights of rows q0.. (whole tile rows, or part of one tile row) over
         keys k0..k0+K-1, k0 a tile edge and k0+K a tile edge or the end of a causal part row's keys (the rest of
         that key tile is hidden from its rows); cells outside are 0. Rows first (one pass over w, its last axis
         contiguous; tile rows of one size in one call), then the small (head, tile rows, K) sums are cut into
-        key tiles. Returns torch float32 (head, K): the weights summed over all the block's rows."""
+        key tiles. Returns torch float32 (head, K): the weights summed over all the block's rows.
+        rows: (sums, maxima), numpy float32 (head, R, K), of w's rows over each of its R tile rows (row_tiles),
+        when they are already made."""
+        import torch
+
         e = self.edges
         H, B, K = w.shape
         a = int(np.searchsorted(e, k0))  # first key tile
@@ -108,9 +117,12 @@ class Pooler:
         split = min(int(e[min(max(self.big, a), b)]) - k0, K)  # key tiles before `big` span s + 1 positions
         ta = int(np.searchsorted(e, q0, side="right")) - 1  # the tile row of the first row
         if e[ta] != q0 or e[ta + 1] > q0 + B:  # part of one tile row: its rows go in whole
-            rows_sum = w.sum(1, keepdim=True)  # (H, 1, K)
+            if rows is None:
+                rows_sum, rows_max = w.sum(1, keepdim=True), w.amax(1, keepdim=True)  # (H, 1, K)
+            else:
+                rows_sum, rows_max = (torch.from_numpy(x) for x in rows)
             self.sum[layer, :, ta:ta + 1, a:b] += self._tiles(rows_sum, split, "sum")
-            np.maximum(self.max[layer, :, ta:ta + 1, a:b], self._tiles(w.amax(1, keepdim=True), split, "max"),
+            np.maximum(self.max[layer, :, ta:ta + 1, a:b], self._tiles(rows_max, split, "max"),
                        out=self.max[layer, :, ta:ta + 1, a:b])
             return rows_sum[:, 0]
         tb = int(np.searchsorted(e, q0 + B))  # one past this block's last tile row
@@ -119,9 +131,12 @@ class Pooler:
         for t0, t1, size in ((ta, mid, self.size + 1), (mid, tb, self.size)):
             if t1 <= t0:
                 continue
-            r0 = int(e[t0]) - q0
-            v = w[:, r0:r0 + (t1 - t0) * size].view(H, t1 - t0, size, K)  # (H, tile rows, rows, K)
-            rows_sum, rows_max = v.sum(2), v.amax(2)  # (H, tile rows, K)
+            if rows is None:
+                r0 = int(e[t0]) - q0
+                v = w[:, r0:r0 + (t1 - t0) * size].view(H, t1 - t0, size, K)  # (H, tile rows, rows, K)
+                rows_sum, rows_max = v.sum(2), v.amax(2)  # (H, tile rows, K)
+            else:
+                rows_sum, rows_max = (torch.from_numpy(x[:, t0 - ta:t1 - ta]) for x in rows)
             self.sum[layer, :, t0:t1, a:b] += self._tiles(rows_sum, split, "sum")
             np.maximum(self.max[layer, :, t0:t1, a:b], self._tiles(rows_max, split, "max"),
                        out=self.max[layer, :, t0:t1, a:b])

@@ -8,8 +8,8 @@ mean attention distance and the attention-vs-distance profile), the role scores 
 
 How a block stays cheap: workspace tensors are allocated once (fresh 40 MB tensors per block cost more
 than the maths); the entropy is lse - sum_j p_j s_j, with lse read off the largest weight, so no log is
-taken of every weight; for causal layers the weights summed along each diagonal (one per distance) are
-a strided view of the block summed over its rows; denormal weights are flushed to 0."""
+taken of every weight; that sum, the pooled tiles' sums and maxima and a causal layer's weights by distance
+come from one read of each row (rowpass.reduce_block); denormal weights are flushed to 0."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -19,6 +19,7 @@ import numpy as np
 from attnviz.errors import BadInput
 from attnviz.long.maps import LongAttention, flush_denormals
 from attnviz.long.pooled import DEFAULT_TILES, PooledGrid, Pooler, row_blocks
+from attnviz.long.rowpass import reduce_block
 from attnviz.metrics.entropy import padding_positions
 from attnviz.metrics.roles import ROLE_KEYS, RoleReader, RoleScores, broadness
 from attnviz.progress import check
@@ -104,25 +105,9 @@ class _Workspace:
         return self.buf[: H * B * K].view(H, B, K)
 
 
-def _diagonal_sums(w, q0: int, k0: int):
-    """float32 (H, D): sum over the rows of w (H, B, K): causal rows q0.. over keys k0.., contiguous) of the
-    weight at distance d = i - j, for d = 0..D-1 with D = q0 + B - k0. Rows 1.. come from one strided view:
-    row r at distance d sits at offset r(K+1) + (q0 - k0 - d); where j < k0 the view reads the previous row's
-    future keys, which are exactly 0 in a causal block. Row 0 is added by hand."""
-    H, B, K = w.shape
-    D = q0 + B - k0
-    out = w.new_zeros((H, D))
-    if B > 1:  # rows 1..B-1: element (h, e = D-1-d, r) at base + e + (r-1)(K+1)
-        base = w.storage_offset() + (K + 1) + (1 - B)
-        view = w.as_strided((H, D, B - 1), (B * K, 1, K + 1), base)
-        out += view.sum(-1).flip(-1)
-    first = q0 - k0 + 1  # row 0 (query q0) sees keys k0..q0: distances q0-k0 .. 0
-    out[:, :first] += w[:, 0, :first].flip(-1)
-    return out
-
-
 def _gather_distance(w, q0: int, k0: int, n: int):
-    """float32 (H, n): as _diagonal_sums for any layer (both sides of the diagonal), by index."""
+    """float32 (H, n): the weights of w (H, B, K: rows q0.., keys k0..) summed at each distance |i - j| = d,
+    both sides of the diagonal, by index (a causal layer's come from rowpass.reduce_block)."""
     import torch
 
     H, B, K = w.shape
@@ -208,15 +193,17 @@ class _Pass:
             kv = value.shape[0]
             mixed = torch.matmul(w.view(kv, (H // kv) * B, K), value[:, k0:k0 + K].float())  # (kv, group * B, d)
             out[q0:q1] = mixed.view(H, B, -1).transpose(0, 1)
-        col_sum = self.pooler.add(layer, w, q0, k0)  # (H, K): weights summed over the block's rows
-        # entropy: H = lse - sum_j p_j s_j, and at the largest score p = 1/Z, so lse = max s - log(max p)
-        lse = s.amax(-1) - torch.log(w.amax(-1))  # (H, B)
-        ps = torch.mul(w, s, out=s).sum(-1)  # the scores are not needed any more
-        self.nats[layer, :, q0:q1] = (lse - ps).clamp_(min=0).numpy()
+        # one read of each row: entropy, the pooled tiles and (causal layers) the weights by distance
+        valid_rows = self.valid[q0:q1]
+        causal = bool(long.causal[layer])
+        nats, sums, maxes, by_distance = reduce_block(s, w, self.pooler.row_tiles(q0, B), valid_rows if causal else None,
+                                                      q0 - k0)
+        self.nats[layer, :, q0:q1] = nats
+        col_sum = self.pooler.add(layer, w, q0, k0, rows=(sums, maxes))  # (H, K): weights summed over the block's rows
         # column roles (first / [CLS] / [SEP] / punctuation): RoleReader's weighted column means
         a, b = np.searchsorted(self.cols, [k0, k0 + K])  # the role columns inside this block's keys
         if b > a:  # valid rows all weigh 1/|valid|: the pooler's column sums serve, else a gemv
-            cs = col_sum * self.row_weight[q0] if self.valid[q0:q1].all() else torch.matmul(self.row_weight[q0:q1], w)
+            cs = col_sum * self.row_weight[q0] if valid_rows.all() else torch.matmul(self.row_weight[q0:q1], w)
             part = cs[:, torch.from_numpy(self.cols[a:b] - k0)]  # (H, c)
             self.col_mean[layer][:, a:b] += part.numpy()
         # self / previous / next token roles: the weights beside the diagonal, on RoleReader's rows (a causal
@@ -228,12 +215,11 @@ class _Pass:
             if i.size:
                 self.near[r, layer] += w[:, torch.from_numpy(i - q0), torch.from_numpy(i + step - k0)].sum(-1).numpy()
         # weight by distance, over valid rows only
-        if not self.valid[q0:q1].all():
-            w[:, torch.from_numpy(~self.valid[q0:q1])] = 0
-        if long.causal[layer]:
-            d = _diagonal_sums(w, q0, k0)
-            self.dist[layer, :, : d.shape[-1]] += d.numpy()
+        if causal:
+            self.dist[layer, :, : by_distance.shape[-1]] += by_distance
         else:
+            if not valid_rows.all():
+                w[:, torch.from_numpy(~valid_rows)] = 0
             self.dist[layer] += _gather_distance(w, q0, k0, long.seq_len).numpy()
 
     def result(self) -> LongSummaries:

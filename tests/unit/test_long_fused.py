@@ -60,3 +60,41 @@ def test_fused_pass_reports_each_layer_and_can_be_cancelled(llama):
         record_with_summaries(llama, TEXT, max_tokens=600, cancelled=lambda: calls.append(1) or len(calls) > 2)
     la, _ = record_with_summaries(llama, TEXT, max_tokens=100)  # the model is usable after a cancelled pass
     assert la.seq_len == 100
+
+
+@pytest.mark.parametrize("heads, parts", [(3, 1), (3, 2), (9, 5)])  # keys cut into parts that add up
+def test_row_reductions_match_torch_on_a_causal_block(heads, parts):
+    """rowpass.reduce_block against the plain torch passes: rows 40..71 over keys 8..71 of a causal layer, two
+    tile rows (16 + 16 rows), a padding row that the distance sums skip."""
+    import torch
+
+    from attnviz.long.rowpass import reduce_block
+
+    q0, k0, B = 40, 8, 32
+    K = q0 + B - k0
+    g = torch.Generator().manual_seed(heads)
+    s = torch.randn(heads, B, K, generator=g) * 3
+    rows, keys = q0 + torch.arange(B)[:, None], k0 + torch.arange(K)[None, :]
+    s[:, keys.expand(B, K) > rows.expand(B, K)] = -1e30
+    w = torch.softmax(s, -1)
+    tiles = np.repeat([0, 1], 16)
+    counted = np.ones(B, bool)
+    counted[5] = False
+    nats, sums, maxes, dist = reduce_block(s, w, tiles, counted, q0 - k0, parts)
+    expected_nats = -(w * torch.log(w.clamp_min(1e-45))).sum(-1)
+    np.testing.assert_allclose(nats, expected_nats.numpy(), atol=2e-5)
+    for t in (0, 1):
+        np.testing.assert_allclose(sums[:, t], w[:, 16 * t:16 * (t + 1)].sum(1).numpy(), atol=1e-6)
+        np.testing.assert_array_equal(maxes[:, t], w[:, 16 * t:16 * (t + 1)].amax(1).numpy())
+    by_distance = np.zeros((heads, q0 + B - k0))
+    for r in np.flatnonzero(counted):
+        for j in range(K):
+            d = q0 + r - (k0 + j)
+            if d >= 0:
+                by_distance[:, d] += w[:, r, j].numpy()
+    np.testing.assert_allclose(dist, by_distance, atol=1e-6)
+    # a layer that is not causal: no distance sums, the rest the same
+    nats2, sums2, _, none = reduce_block(s, w, tiles, None, q0 - k0, parts)
+    assert none is None
+    np.testing.assert_array_equal(nats2, nats)
+    np.testing.assert_array_equal(sums2, sums)
