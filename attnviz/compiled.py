@@ -35,7 +35,8 @@ def threads():
 def aligned(shape, values=None) -> np.ndarray:
     """A C-contiguous float32 array at a 64-byte boundary (holding `values` if given, copied only when they are
     not so already): the loops load whole 64-byte vectors, and numpy's own boundary is 16 bytes."""
-    if values is not None and values.dtype == np.float32 and values.flags.c_contiguous and values.ctypes.data % ALIGN == 0:
+    if (values is not None and values.dtype == np.float32 and values.flags.c_contiguous
+            and values.ctypes.data % ALIGN == 0):
         return values
     raw = np.empty(int(np.prod(shape)) * 4 + ALIGN, np.uint8)
     start = -raw.ctypes.data % ALIGN

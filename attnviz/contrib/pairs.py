@@ -119,9 +119,9 @@ def spread(A: np.ndarray, fnorm: np.ndarray, vw: np.ndarray | None = None, Ak: n
 
 
 def pairs(Ak: np.ndarray, F: np.ndarray, G: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(gain, norm2), each (q, k) float32 (views of key-major arrays), for every pair: gain = max(0, linear - 2 overshoot), zero where no
-    head of row i attends to key j (ALTI's contribution before the rows are normalised, off the diagonal), and
-    norm2 = ||u_ij||^2 (see the module docstring).
+    """(gain, norm2), each (q, k) float32 (views of key-major arrays), for every pair: gain = max(0, linear -
+    2 overshoot), zero where no head of row i attends to key j (ALTI's contribution before the rows are normalised,
+    off the diagonal), and norm2 = ||u_ij||^2 (see the module docstring).
 
     Ak (key, head, q) the attention weights; F (head, key, d) each key's head vectors in target's space;
     G (key, head, head) their Gram matrices in the model's space; target (q, d) the rows y_i."""
@@ -136,5 +136,6 @@ def pairs(Ak: np.ndarray, F: np.ndarray, G: np.ndarray, target: np.ndarray) -> t
     out = compiled.aligned((3, n_keys, n_q))
     out[...] = 0
     compiled.threads()
-    _kernel(heads)(compiled.aligned(Ak.shape, Ak), np.asarray(F, np.float32), np.asarray(G, np.float32), compiled.aligned(R.shape, R), out)
+    _kernel(heads)(compiled.aligned(Ak.shape, Ak), np.asarray(F, np.float32), np.asarray(G, np.float32),
+                   compiled.aligned(R.shape, R), out)
     return out[0].T, out[2].T

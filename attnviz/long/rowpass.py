@@ -42,7 +42,7 @@ def _kernel():
                 # keys up to the row's own position (a causal row's distances 0..) add into its distance sums
                 i = base + r
                 seen = max(0, min(hi, i + 1) - lo) if D > 0 and counted[r] else 0
-                near = rev[p, h, D - 1 - i + lo:D - 1 - i + lo + seen] if seen else rev[p, h, :0]
+                by_distance = rev[p, h, D - 1 - i + lo:D - 1 - i + lo + seen] if seen else rev[p, h, :0]
                 for k in range(hi - lo):
                     x = wrow[k]
                     top_s = max(top_s, srow[k])
@@ -51,7 +51,7 @@ def _kernel():
                     total[k] += x
                     most[k] = max(most[k], x)
                 for k in range(seen):  # the row is in the cache now
-                    near[k] += wrow[k]
+                    by_distance[k] += wrow[k]
                 stats[p, 0, h, r] = top_s
                 stats[p, 1, h, r] = top_w
                 stats[p, 2, h, r] = ps

@@ -196,8 +196,8 @@ class _Pass:
         # one read of each row: entropy, the pooled tiles and (causal layers) the weights by distance
         valid_rows = self.valid[q0:q1]
         causal = bool(long.causal[layer])
-        nats, sums, maxes, by_distance = reduce_block(s, w, self.pooler.row_tiles(q0, B), valid_rows if causal else None,
-                                                      q0 - k0)
+        nats, sums, maxes, by_distance = reduce_block(s, w, self.pooler.row_tiles(q0, B),
+                                                      valid_rows if causal else None, q0 - k0)
         self.nats[layer, :, q0:q1] = nats
         col_sum = self.pooler.add(layer, w, q0, k0, rows=(sums, maxes))  # (H, K): weights summed over the block's rows
         # column roles (first / [CLS] / [SEP] / punctuation): RoleReader's weighted column means
