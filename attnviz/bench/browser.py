@@ -1,4 +1,4 @@
-"""browser_*: what a visitor waits for in Chromium, from a click or key press until the page has settled
+"""browser_*: what a visitor waits for in Chromium, from a click or key press (the moment the page receives it) until the page has settled
 (the app's script finished, no stale element, the affected figure's data changed), and the bytes the
 server sent over the websocket meanwhile; median of 7 interactions (3 with quick) on a server of its own.
 
@@ -50,9 +50,10 @@ _STATE_JS = """(sel) => {
     || document.querySelectorAll('[data-testid="stMainBlockContainer"] [data-testid="stElementContainer"]').length === 0
     || charts.some(c => !(c.querySelector('.js-plotly-plot')?._fullLayout))
     || document.querySelector('.attnviz-plotly[data-drawing], .attnviz-plotly:not(.js-plotly-plot)') !== null;
+  const now = performance.now(), input = window.__attnvizInput ?? null;
   const el = document.querySelector(sel + ' .js-plotly-plot');
-  if (!el) { const box = document.querySelector(sel); return [busy, box ? box.innerText : null]; }
-  if (!el._fullData) return [busy, null];
+  if (!el) { const box = document.querySelector(sel); return [busy, box ? box.innerText : null, now, input]; }
+  if (!el._fullData) return [busy, null, now, input];
   let sum = 0, n = 0;
   const add = (v) => {
     if (typeof v === 'number') { if (isFinite(v)) { n += 1; sum += v * (n % 97 + 1); } }
@@ -65,8 +66,20 @@ _STATE_JS = """(sel) => {
     }
   };
   for (const t of el._fullData) for (const f of ['x', 'y', 'z', 'source', 'text']) add(t[f]);
-  return [busy, n + ':' + sum];
+  return [busy, n + ':' + sum, now, input];
 }"""
+
+# In every document of the page: the time (performance.now()) of the first pointer press or key press (a modifier
+# key alone aside) after the bench arms it, so that an interaction is timed from the moment the page received it.
+_INPUT_JS = """(() => {
+  const note = (e) => {
+    if (window.__attnvizArmed && window.__attnvizInput == null && !['Control', 'Shift', 'Alt', 'Meta'].includes(e.key))
+      window.__attnvizInput = performance.now();
+  };
+  window.addEventListener('pointerdown', note, true);
+  window.addEventListener('keydown', note, true);
+})();"""
+_ARM_JS = "() => { window.__attnvizArmed = true; window.__attnvizInput = null; }"
 
 
 def wire_sent(port: int) -> dict[str, int] | None:
@@ -115,6 +128,7 @@ class Browser:
             self._pw.stop()
             raise
         self.page.set_default_timeout(120_000)
+        self.page.add_init_script(_INPUT_JS)
         self.page.on("websocket", self._watch)
 
     def _watch(self, ws) -> None:
@@ -130,6 +144,7 @@ class Browser:
             self._pw.stop()
 
     def state(self, sel: str):
+        """[busy, fingerprint of the figure under `sel`, the page's clock (ms), the armed input's time or None]."""
         return self.page.evaluate(_STATE_JS, sel)
 
     def open(self, path: str, sel: str, timeout: float = 300.0) -> None:
@@ -139,31 +154,37 @@ class Browser:
         self.settle(sel, None, time.perf_counter(), timeout)
 
     def settle(self, sel: str, before, t0: float, timeout: float = 120.0, confirm: float = 0.4) -> float:
-        """Seconds from t0 until the page was idle with the figure under `sel` other than `before`,
-        that state then held for `confirm` seconds."""
+        """Seconds until the page was idle with the figure under `sel` other than `before`, that state then held
+        for `confirm` seconds: from the page's input event when one was armed and seen (measure), else from t0.
+
+        The input's time and the settled state's are both read on the page's clock, so that what Playwright does
+        before it presses (finding the element, waiting for it to hold still, scrolling it into view: 20-100 ms
+        here) is not counted; a page that loaded a new document in between (no input recorded in it) falls back
+        to this process's clock from t0."""
         deadline = t0 + timeout
         since = None
         while time.perf_counter() < deadline:
-            busy, fp = self.state(sel)
+            busy, fp, page_now, page_input = self.state(sel)
             now = time.perf_counter()
             if busy or fp is None or fp == before:
                 since = None
-            elif since is None:
-                since, seen = now, fp
-            elif fp != seen:
-                since, seen = now, fp
+            elif since is None or fp != seen:
+                since, since_page, seen = now, page_now, fp
             elif now - since >= confirm:
+                if page_input is not None and since_page >= page_input:
+                    return (since_page - page_input) / 1000.0
                 return since - t0
             time.sleep(0.02)
         raise TimeoutError(f"the figure {sel} did not settle with new data within {timeout:.0f} s")
 
     def measure(self, sel: str, prepare, act) -> tuple[float, int, int | None]:
         """(ms, message bytes, wire bytes) of one interaction: prepare() untimed (open a list, fill a box), then
-        act() timed until the figure under `sel` shows new data and the page is idle. The message bytes are the
-        websocket messages as the browser unpacks them; the wire bytes what the server's connections carried
-        (compressed), None where the machine has no `ss`."""
+        act() timed from its press until the figure under `sel` shows new data and the page is idle. The message
+        bytes are the websocket messages as the browser unpacks them; the wire bytes what the server's connections
+        carried (compressed), None where the machine has no `ss`."""
         before = self.state(sel)[1]
         prepare()
+        self.page.evaluate(_ARM_JS)
         sent, wire = self.received, wire_sent(self.port)
         t0 = time.perf_counter()
         act()

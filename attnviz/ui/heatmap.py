@@ -95,15 +95,15 @@ def token_focus(result, which: str, layer: int, head: int, head_name: str, palet
             with c_out:
                 show_figure(figure(focus_figure, attention[layer], focus, q_tokens, direction="out", colorscale=palette,
                                    what=what, ablated_heads=layer_heads_ablated, **hidden),
-                            key="hm_focus_out", name=f"layer{layer}-token{focus}-out")
+                            key="hm_focus_out", name=f"layer{layer}-token{focus}-out", in_place=True)
             with c_in:
                 show_figure(figure(focus_figure, attention[layer], focus, q_tokens, direction="in", colorscale=palette,
                                    what=what, ablated_heads=layer_heads_ablated, **hidden),
-                            key="hm_focus_in", name=f"layer{layer}-token{focus}-in")
+                            key="hm_focus_in", name=f"layer{layer}-token{focus}-in", in_place=True)
         else:
             show_figure(figure(focus_figure, attention[layer], focus, k_tokens, direction="out", colorscale=palette,
                                what=what, ablated_heads=layer_heads_ablated, **hidden),
-                        key="hm_focus_out", name=f"layer{layer}-token{focus}-out")
+                        key="hm_focus_out", name=f"layer{layer}-token{focus}-out", in_place=True)
     except BadInput as e:  # every token is a special one and they are hidden
         st.warning(str(e))
         stop_page()

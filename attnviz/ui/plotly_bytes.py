@@ -142,11 +142,24 @@ async function draw(gd, spec, parentElement, turn, height) {
     layout.yaxis = {...layout.yaxis, automargin: false};
   }
   gd.__attnvizHeight = height;
-  // as Streamlit's charts: no "Share chart" (it would send the data to a web service), no lasso or box select
-  const config = {...spec.config, showSendToCloud: false, showEditInChartStudio: false,
-                  modeBarButtonsToRemove: [...(spec.config.modeBarButtonsToRemove || []), 'sendChartToCloud',
-                                           'lasso2d', 'select2d']};
-  if (config.displayModeBar !== false) config.modeBarButtonsToAdd = [fullscreen(Plotly, gd), ...(config.modeBarButtonsToAdd || [])];
+  // The same config object as the last draw when it asks for the same: plotly.js diffs configs by value, functions
+  // (the Fullscreen button's) by identity, and draws a changed one from scratch (a new head's map took 2-3 times as
+  // long, its axes and colour bar laid out again). The PNG button's options (the file name names the head shown)
+  // change inside the object plotly keeps, so they never count as a change.
+  const {toImageButtonOptions: image, ...rest} = spec.config;
+  const configKey = JSON.stringify(rest);
+  if (gd.__attnvizConfigKey !== configKey) {
+    // as Streamlit's charts: no "Share chart" (it would send the data to a web service), no lasso or box select
+    const config = {...rest, toImageButtonOptions: {}, showSendToCloud: false, showEditInChartStudio: false,
+                    modeBarButtonsToRemove: [...(rest.modeBarButtonsToRemove || []), 'sendChartToCloud',
+                                             'lasso2d', 'select2d']};
+    if (config.displayModeBar !== false) config.modeBarButtonsToAdd = [fullscreen(Plotly, gd), ...(config.modeBarButtonsToAdd || [])];
+    gd.__attnvizConfig = config;
+    gd.__attnvizConfigKey = configKey;
+  }
+  const config = gd.__attnvizConfig;
+  for (const k of Object.keys(config.toImageButtonOptions)) delete config.toImageButtonOptions[k];
+  Object.assign(config.toImageButtonOptions, image || {});
   gd.__attnvizBase = {shapes: layout.shapes || []};
   layout.shapes = withOverlay(layout, spec.overlay);
   await Plotly.react(gd, spec.figure.data, layout, config);

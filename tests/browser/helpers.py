@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import time
 
-from playwright.sync_api import expect
+from playwright.sync_api import TimeoutError as PlaywrightTimeout, expect
 
 from tests.conftest import wait_for_app
 
@@ -28,9 +28,30 @@ def choose(page, label: str, option: str, exact: bool = True):
     box = page.get_by_role("combobox", name=label, exact=True).first
     box.scroll_into_view_if_needed()
     box.click()
-    page.get_by_role("option", name=option, exact=exact).first.click()
+    listbox = page.get_by_role("listbox").first
+    for _ in range(3):
+        opt = page.get_by_role("option", name=option, exact=exact).first
+        opt.click()
+        if _taken(listbox, opt):
+            break
+        # a long list still being drawn on a busy machine can miss the click (the option under the pointer
+        # replaced as it landed): the list stays open with nothing chosen; click the option again
     time.sleep(0.3)
     wait_for_app(page)
+
+
+def _taken(listbox, opt, timeout: float = 3.0) -> bool:
+    """Whether a clicked option was taken within `timeout` s: a selectbox's list closed, or a multiselect's option
+    marked selected or left out of its list."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            if not listbox.is_visible() or opt.count() == 0 or opt.get_attribute("aria-selected", timeout=500) == "true":
+                return True
+        except PlaywrightTimeout:
+            return True  # the option went while it was read
+        time.sleep(0.1)
+    return False
 
 
 def click_marker(page, index: int, x: float, y: float):

@@ -41,12 +41,20 @@ def test_default_sentence_heatmap_renders(page, app_server):
 
 
 def test_choosing_another_head_changes_the_heatmap(page, app_server):
+    """A new head's map is drawn into plotly's drawing of the last one (plotly.js draws a chart from scratch when
+    its config changed, so the config stays the same object) and the PNG button's file name follows the head."""
     _open(page, app_server)
     z0 = _head_z(page)
+    svg = ".st-key-hm_heatmap .main-svg"
+    page.locator(svg).first.evaluate("el => { el.__marked = true; }")
     choose(page, "Head", "7")
     page.locator("h3").filter(has_text="Layer 0, head 7").wait_for()
+    wait_for_app(page)
     z1 = _head_z(page)
     assert z1.shape == z0.shape and not np.allclose(z0, z1)
+    assert page.locator(svg).first.evaluate("el => el.__marked === true")
+    assert page.locator(".st-key-hm_heatmap .js-plotly-plot").evaluate(
+        "el => el._context.toImageButtonOptions.filename") == "attention-layer0-head7"
 
 
 def test_clicking_a_thumbnail_opens_that_head(page, app_server):
