@@ -6,6 +6,7 @@ from attnviz.contrib import summary
 from attnviz.contrib.figures import mixing_figure, shares_figure
 from attnviz.ui.figure import show_figure
 from attnviz.ui.heads import head_picker, token_picker
+from attnviz.ui.page import part
 from attnviz.ui.page import stop as stop_page
 from attnviz.ui.present import page_intro
 from attnviz.ui.share import bind
@@ -44,7 +45,7 @@ by_layer = summary.mixing_by_layer(c, valid)
 means = c.mean_mixing(valid)
 left, right = st.columns([3, 2])
 with left:
-    show_figure(mixing_figure(by_layer), key="ct_mixing", name="mixing-ratios")
+    show_figure(mixing_figure(by_layer), key="ct_mixing", name="mixing-ratios", in_place=True)
 with right:
     cols = st.columns(2)
     for i, (name, value) in enumerate(means.items()):
@@ -65,7 +66,7 @@ got = summary.received(attention, c, layer, head)
 fig_col, text_col = st.columns([3, 1])
 with fig_col:
     show_figure(shares_figure(got, tokens, title=f"What each token receives in layer {layer}, head {head} "
-                              "(mean over the query rows)"), key="ct_received", name=f"received-l{layer}-h{head}")
+                              "(mean over the query rows)"), key="ct_received", name=f"received-l{layer}-h{head}", in_place=True)
 with text_col:
     top = int(np.argmax(got["attention weight"]))
     st.metric(f"Weight on '{tokens[top]}'", f"{got['attention weight'][top]:.1%}",
@@ -78,18 +79,25 @@ with text_col:
                 "as a no-op.")
 
 # --- one output token ---------------------------------------------------------------------------
-st.subheader("Where one token's information comes from")
-query = token_picker(tokens, "ct_query", label="Output token", default=min(1, len(tokens) - 1))
-a, b = st.columns(2)
-with a:
-    show_figure(shares_figure(summary.sources(attention, c, layer, query), tokens,
-                              title=f"Layer {layer} alone: sources of '{tokens[query]}'"),
-                key="ct_sources", name=f"sources-l{layer}-q{query}")
-with b:
-    show_figure(shares_figure(summary.rolled_sources(attention, c, query), tokens,
-                              title=f"Through every layer: sources of '{tokens[query]}'"),
-                key="ct_rolled", name=f"rolled-q{query}")
-st.caption("Left: one layer, three ways. Weights ignore the residual, so the token itself gets only its own "
-           "weight; value-weighted counts vector lengths; ALTI adds the residual and the norm, so the token "
-           "usually keeps most of itself. Right: the same multiplied through the layers (attention rollout "
-           "adds the residual as w = 0.5; the other two hold it already).")
+@part
+def one_token() -> None:
+    """One output token's sources. Another token reruns only this part: the mixing ratios and the head's shares
+    above are neither computed nor sent again."""
+    st.subheader("Where one token's information comes from")
+    query = token_picker(tokens, "ct_query", label="Output token", default=min(1, len(tokens) - 1))
+    a, b = st.columns(2)
+    with a:
+        show_figure(shares_figure(summary.sources(attention, c, layer, query), tokens,
+                                  title=f"Layer {layer} alone: sources of '{tokens[query]}'"),
+                    key="ct_sources", name=f"sources-l{layer}-q{query}", in_place=True)
+    with b:
+        show_figure(shares_figure(summary.rolled_sources(attention, c, query), tokens,
+                                  title=f"Through every layer: sources of '{tokens[query]}'"),
+                    key="ct_rolled", name=f"rolled-q{query}", in_place=True)
+    st.caption("Left: one layer, three ways. Weights ignore the residual, so the token itself gets only its own "
+               "weight; value-weighted counts vector lengths; ALTI adds the residual and the norm, so the token "
+               "usually keeps most of itself. Right: the same multiplied through the layers (attention rollout "
+               "adds the residual as w = 0.5; the other two hold it already).")
+
+
+one_token()

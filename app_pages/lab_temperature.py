@@ -76,12 +76,12 @@ def lab() -> None:
     left, right = st.columns(2)
     with left:
         show_figure(matrix_heatmap(s.weights, qs, ks, title=f"Weights at T = {format_number(T, 3)}", zmin=0, zmax=1),
-                    key="temp_fig_weights", toolbar=False)
+                    key="temp_fig_weights", toolbar=False, in_place=True)
     with right:
         hard = (s1.scaled == s1.scaled.max(axis=1, keepdims=True)).astype(float)
         hard = hard / hard.sum(axis=1, keepdims=True)
         show_figure(matrix_heatmap(hard, qs, ks, title="The T → 0 limit: hard lookup (ties share)", zmin=0, zmax=1),
-                    key="temp_fig_hard", toolbar=False)
+                    key="temp_fig_hard", toolbar=False, in_place=True)
     gap = np.abs(s.weights - hard).max()
     tied = [qs[i] for i in range(q.shape[0]) if (hard[i] > 0).sum() > 1]
     st.markdown(f"Largest difference from the hard lookup: **{gap:.4f}**. Output of query 1: "
@@ -96,7 +96,7 @@ def lab() -> None:
     curve = lk.weights_vs_temperature(s1.scaled[r], GRID)
     show_figure(lines(GRID, {ks[j]: curve[:, j] for j in range(curve.shape[1])},
                       f"Weights of {qs[r]} as T changes (dotted line: the current T)", "T", "weight",
-                      log_x=True, marker_x=T), key="temp_fig_curve", toolbar=False)
+                      log_x=True, marker_x=T), key="temp_fig_curve", toolbar=False, in_place=True)
 
     st.subheader("Attention as a soft dictionary lookup")
     st.markdown("""
@@ -114,7 +114,7 @@ dictionary answers with one animal, attention with a blend that turns into that 
     left, right = st.columns([3, 2])
     with left:
         show_figure(bars(list(lk.ENTRIES), {"weight": res.weights}, f"Attention weights over the dictionary, T = {format_number(T, 3)}",
-                         "weight", y_range=(0, 1.15)), key="temp_fig_lookup", toolbar=False)
+                         "weight", y_range=(0, 1.15)), key="temp_fig_lookup", toolbar=False, in_place=True)
     with right:
         st.metric("Attention returns (weighted lifespan)", f"{res.soft_value:.2f} years")
         st.metric(f"Hard lookup returns ({lk.ENTRIES[res.hard_index]})", f"{res.hard_value:.2f} years",

@@ -77,11 +77,11 @@ def after_layer() -> None:
         raw = {"ALTI": "ALTI contributions", "value-weighted": "Value-weighted attention"}.get(result.quantity, "Raw attention")
         show_figure(matrix_heatmap(fused[layer], tokens, tokens, title=f"{raw}, layer {layer} " + (
                                        "(heads summed)" if result.quantity == "ALTI" else f"({fusion} of heads)"),
-                                       zmin=0.0, colorscale="Blues"), key="ro_raw")
+                                       zmin=0.0, colorscale="Blues"), key="ro_raw", in_place=True)
     with right:
         show_figure(matrix_heatmap(rolled[layer], tokens, tokens, title=f"Rollout through layers 0–{layer}",
                                        zmin=0.0, colorscale="Oranges", colorbar="share",
-                                       xtitle="input token", ytitle="output token"), key="ro_rolled")
+                                       xtitle="input token", ytitle="output token"), key="ro_rolled", in_place=True)
     st.caption("Left: what layer's heads do on their own. Right: the chained estimate; its rows sum to 1. "
                "Bright columns are tokens that end up feeding many positions.")
 
@@ -95,7 +95,7 @@ def after_layer() -> None:
                 f"({share.max():.3f}).")
     show_figure(token_bars(share, tokens, title=f"Contribution of each input token to '{tokens[target_i]}' "
                                                     f"({target_i}) after layer {layer}",
-                               ytitle="share", highlight=target_i, special_mask=result.special_mask), key="ro_bars")
+                               ytitle="share", highlight=target_i, special_mask=result.special_mask), key="ro_bars", in_place=True)
     st.caption("The red bar is the target itself; light bars are special tokens. With the residual included, "
                "a token always keeps part of itself.")
 
@@ -119,7 +119,7 @@ def after_layer() -> None:
     flow_share = flow_shares(flow)
     show_figure(grouped_token_bars({"rollout share": share, "flow share": flow_share}, tokens,
                                    title=f"Rollout and attention flow into '{tokens[target_i]}' ({target_i}) "
-                                         f"after layer {layer}", ytitle="share"), key="ro_flow_bars")
+                                         f"after layer {layer}", ytitle="share"), key="ro_flow_bars", in_place=True)
     st.caption(f"Raw flow values for '{tokens[target_i]}' run from {flow.min():.3f} to {flow.max():.3f} (at most 1: "
                "each layer's rows sum to 1). With a residual weight w, every token keeps at least w of itself in "
                "every layer, so flow rarely drops near 0 and its shares are flatter than rollout's.")
@@ -136,11 +136,11 @@ def after_layer() -> None:
         with left:
             show_figure(matrix_heatmap(rolled[layer], tokens, tokens, title=f"Rollout through layers 0–{layer}",
                                        zmin=0.0, colorscale="Oranges", colorbar="share",
-                                       xtitle="input token", ytitle="output token"), key="ro_rolled_again")
+                                       xtitle="input token", ytitle="output token"), key="ro_rolled_again", in_place=True)
         with right:
             show_figure(matrix_heatmap(all_shares, tokens, tokens, title=f"Attention flow through layers 0–{layer}",
                                        zmin=0.0, colorscale="Greens", colorbar="share",
-                                       xtitle="input token", ytitle="output token"), key="ro_flow_matrix")
+                                       xtitle="input token", ytitle="output token"), key="ro_flow_matrix", in_place=True)
         st.caption("Row i: the shares of every input token in output token i. Compare the two: flow spreads "
                    "credit over more inputs, because one strong path cannot be counted more than its capacity.")
 

@@ -18,17 +18,22 @@ FONT = '"Source Sans", sans-serif'
 TEXT, TITLE, LINE = "#808495", "#2F2D2B", "#e6eaf1"
 
 # Streamlit's plotly theme as the browser resolves it for the light theme (what st.plotly_chart's figures get),
-# for the parts of a map: fonts, axes, hover label, colour bar
+# for the parts of a map, a bar or a line chart: fonts, axes, hover label, colour bar, colours, legend
 THEME = {
     "font": {"family": FONT, "size": 12, "color": TEXT},
     "title": {"font": {"family": FONT, "size": 16, "color": TITLE}, "pad": {"l": 4}, "xanchor": "left", "x": 0},
     "paper_bgcolor": "rgba(0,0,0,0)", "plot_bgcolor": "rgba(0,0,0,0)",  # the page's own background shows
     "hoverlabel": {"bgcolor": "#FFFFFF", "bordercolor": "#DCD8D4", "font": {"family": FONT, "size": 12, "color": TEXT}},
     "xaxis": {"tickfont": {"color": TEXT, "size": 12}, "title": {"font": {"color": TEXT, "size": 14}, "standoff": 20},
-              "gridcolor": LINE, "tickcolor": LINE, "zerolinecolor": LINE, "automargin": True},
+              "showgrid": False, "gridcolor": LINE, "tickcolor": LINE, "zerolinecolor": LINE, "automargin": True},
     "yaxis": {"tickfont": {"color": TEXT, "size": 12}, "title": {"font": {"color": TEXT, "size": 14}, "standoff": 24},
               "gridcolor": LINE, "tickcolor": LINE, "zerolinecolor": LINE, "automargin": True},
     "margin": {"pad": 8},
+    # bars and lines without colours of their own, and legends, as Streamlit's theme draws them
+    "colorway": ["#0068c9", "#83c9ff", "#ff2b2b", "#ffabab", "#29b09d", "#7defa1", "#ff8700", "#ffd16a", "#6d3fc0",
+                 "#d5dae5"],
+    "legend": {"font": {"family": FONT, "size": 12, "color": "#262730"}, "bgcolor": "#FFFFFF",
+               "bordercolor": "rgba(0,0,0,0)"},
     # plotly derives the toolbar's colours from the paper's, which is transparent here: these are its own for white
     "modebar": {"bgcolor": "rgba(255,255,255,0.5)", "color": "rgba(68,68,68,0.3)", "activecolor": "rgba(68,68,68,0.7)"},
 }
@@ -131,6 +136,10 @@ async function draw(gd, spec, parentElement, turn, height) {
   }
   if (parentElement.__attnvizTurn !== turn) return;  // a newer figure came while plotly.js loaded
   const layout = spec.figure.layout;
+  if (typeof layout.title === 'string') layout.title = {text: layout.title};
+  if (layout.title && layout.title.text && !layout.title.text.startsWith('<b>')) {
+    layout.title.text = '<b>' + layout.title.text + '</b>';  // in bold, as Streamlit's charts write their titles
+  }
   // the same axes as the chart shows (a new head of the same text): keep the margins plotly worked out for their
   // labels, so that it draws once instead of drawing, widening the margins and drawing again
   const axes = JSON.stringify([layout.xaxis, layout.yaxis, layout.title, layout.height, layout.margin,
