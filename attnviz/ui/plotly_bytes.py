@@ -25,7 +25,8 @@ THEME = {
     "paper_bgcolor": "rgba(0,0,0,0)", "plot_bgcolor": "rgba(0,0,0,0)",  # the page's own background shows
     "hoverlabel": {"bgcolor": "#FFFFFF", "bordercolor": "#DCD8D4", "font": {"family": FONT, "size": 12, "color": TEXT}},
     "xaxis": {"tickfont": {"color": TEXT, "size": 12}, "title": {"font": {"color": TEXT, "size": 14}, "standoff": 20},
-              "showgrid": False, "gridcolor": LINE, "tickcolor": LINE, "zerolinecolor": LINE, "automargin": True},
+              "showgrid": False, "zeroline": False, "gridcolor": LINE, "tickcolor": LINE, "zerolinecolor": LINE,
+              "automargin": True},
     "yaxis": {"tickfont": {"color": TEXT, "size": 12}, "title": {"font": {"color": TEXT, "size": 14}, "standoff": 24},
               "gridcolor": LINE, "tickcolor": LINE, "zerolinecolor": LINE, "automargin": True},
     "margin": {"pad": 8},

@@ -1,0 +1,26 @@
+"""A figure drawn in place (ui.plotly_bytes) looks as st.plotly_chart draws the same kind of figure: the same bar
+chart (figures.token_bars) drawn by Streamlit on the Entropy page and in place on the Rollout page."""
+from __future__ import annotations
+
+from tests.browser.helpers import open_path
+
+# what Streamlit's theme decides for a chart, as plotly.js resolved it
+LOOK = """(sel) => { const gd = document.querySelector(sel + ' .js-plotly-plot'); const L = gd._fullLayout;
+  const ax = (a) => [a.showgrid, a.zeroline, a.gridcolor || null, a.tickfont.color, a.tickfont.size, a.tickfont.family,
+                     a.title.font.color, a.title.font.size];
+  return {x: ax(L.xaxis), y: ax(L.yaxis), colorway: L.colorway, font: [L.font.family, L.font.size, L.font.color],
+          title: [L.title.font.family, L.title.font.size, L.title.font.color, L.title.x, L.title.xanchor,
+                  /^<b>.*<[/]b>$/.test(L.title.text)],
+          legend: L.legend ? [L.legend.font.color, L.legend.font.size, L.legend.bgcolor] : null,
+          hover: [L.hoverlabel.bgcolor, L.hoverlabel.bordercolor, L.hoverlabel.font.color],
+          inPlace: gd.classList.contains('attnviz-plotly')}; }"""
+
+
+def test_a_bar_chart_drawn_in_place_looks_as_streamlits(page, app_server):
+    open_path(page, app_server, "/entropy?model_choice=minilm&lens=weights")
+    streamlit = page.evaluate(LOOK, ".st-key-en_bars")
+    open_path(page, app_server, "/rollout?model_choice=minilm&lens=weights&ro_layer=1")
+    here = page.evaluate(LOOK, ".st-key-ro_bars")
+    assert not streamlit.pop("inPlace") and here.pop("inPlace")
+    assert here == streamlit
+    assert here["x"][:2] == [False, False] and here["title"][-1]  # no vertical grid or zero line; a bold title
