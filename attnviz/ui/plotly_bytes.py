@@ -38,7 +38,7 @@ THEME = {
     # plotly derives the toolbar's colours from the paper's, which is transparent here: these are its own for white
     "modebar": {"bgcolor": "rgba(255,255,255,0.5)", "color": "rgba(68,68,68,0.3)", "activecolor": "rgba(68,68,68,0.7)"},
 }
-COLORBAR = {"outlinewidth": 0, "title": {"font": {"color": TEXT, "size": 14}}, "tickfont": {"color": TEXT, "size": 12}}
+COLORBAR = {"title": {"font": {"color": TEXT, "size": 14}}, "tickfont": {"color": TEXT, "size": 12}}
 
 _JS = r"""
 const loading = {};

@@ -1,5 +1,6 @@
 """A figure drawn in place (ui.plotly_bytes) looks as st.plotly_chart draws the same kind of figure: the same bar
-chart (figures.token_bars) drawn by Streamlit on the Entropy page and in place on the Rollout page."""
+chart (figures.token_bars) drawn by Streamlit on the Entropy page and in place on the Rollout page, and a heatmap's
+colour bar."""
 from __future__ import annotations
 
 from tests.browser.helpers import open_path
@@ -24,3 +25,15 @@ def test_a_bar_chart_drawn_in_place_looks_as_streamlits(page, app_server):
     assert not streamlit.pop("inPlace") and here.pop("inPlace")
     assert here == streamlit
     assert here["x"][:2] == [False, False] and here["title"][-1]  # no vertical grid or zero line; a bold title
+
+
+COLOUR_BAR = """(sel) => { const c = document.querySelector(sel + ' .js-plotly-plot')._fullData[0].colorbar;
+  return [c.outlinewidth, c.outlinecolor, c.thickness, c.len, c.tickfont.color, c.tickfont.size, c.title.font.color,
+          c.title.font.size]; }"""
+
+
+def test_a_heatmap_drawn_in_place_has_streamlits_colour_bar(page, app_server):
+    open_path(page, app_server, "/entropy?model_choice=minilm&lens=weights")
+    streamlit = page.evaluate(COLOUR_BAR, ".st-key-en_grid")
+    open_path(page, app_server, "/rollout?model_choice=minilm&lens=weights&ro_layer=1")
+    assert page.evaluate(COLOUR_BAR, ".st-key-ro_raw") == streamlit
