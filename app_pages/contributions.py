@@ -66,7 +66,8 @@ got = summary.received(attention, c, layer, head)
 fig_col, text_col = st.columns([3, 1])
 with fig_col:
     show_figure(shares_figure(got, tokens, title=f"What each token receives in layer {layer}, head {head} "
-                              "(mean over the query rows)"), key="ct_received", name=f"received-l{layer}-h{head}", in_place=True)
+                              "(mean over the query rows)"), key="ct_received", name=f"received-l{layer}-h{head}",
+                in_place=True)
 with text_col:
     top = int(np.argmax(got["attention weight"]))
     st.metric(f"Weight on '{tokens[top]}'", f"{got['attention weight'][top]:.1%}",

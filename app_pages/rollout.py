@@ -95,7 +95,8 @@ def after_layer() -> None:
                 f"({share.max():.3f}).")
     show_figure(token_bars(share, tokens, title=f"Contribution of each input token to '{tokens[target_i]}' "
                                                     f"({target_i}) after layer {layer}",
-                               ytitle="share", highlight=target_i, special_mask=result.special_mask), key="ro_bars", in_place=True)
+                               ytitle="share", highlight=target_i, special_mask=result.special_mask),
+                key="ro_bars", in_place=True)
     st.caption("The red bar is the target itself; light bars are special tokens. With the residual included, "
                "a token always keeps part of itself.")
 
@@ -136,11 +137,13 @@ def after_layer() -> None:
         with left:
             show_figure(matrix_heatmap(rolled[layer], tokens, tokens, title=f"Rollout through layers 0–{layer}",
                                        zmin=0.0, colorscale="Oranges", colorbar="share",
-                                       xtitle="input token", ytitle="output token"), key="ro_rolled_again", in_place=True)
+                                       xtitle="input token", ytitle="output token"),
+                        key="ro_rolled_again", in_place=True)
         with right:
             show_figure(matrix_heatmap(all_shares, tokens, tokens, title=f"Attention flow through layers 0–{layer}",
                                        zmin=0.0, colorscale="Greens", colorbar="share",
-                                       xtitle="input token", ytitle="output token"), key="ro_flow_matrix", in_place=True)
+                                       xtitle="input token", ytitle="output token"),
+                        key="ro_flow_matrix", in_place=True)
         st.caption("Row i: the shares of every input token in output token i. Compare the two: flow spreads "
                    "credit over more inputs, because one strong path cannot be counted more than its capacity.")
 

@@ -1,6 +1,7 @@
-"""browser_*: what a visitor waits for in Chromium, from a click or key press (the moment the page receives it) until the page has settled
-(the app's script finished, no stale element, the affected figure's data changed), and the bytes the
-server sent over the websocket meanwhile; median of 7 interactions (3 with quick) on a server of its own.
+"""browser_*: what a visitor waits for in Chromium, from a click or key press (the moment the page receives it)
+until the page has settled (the app's script finished, no stale element, the affected figure's data changed), and
+the bytes the server sent over the websocket meanwhile; median of 7 interactions (3 with quick) on a server of its
+own.
 
 browser_ref_ms is a trivial rerun (the sidebar's Sentence pair switch on the Home page, until the second
 sentence's box appears or goes): what Streamlit itself costs here;
@@ -158,7 +159,7 @@ class Browser:
         for `confirm` seconds: from the page's input event when one was armed and seen (measure), else from t0.
 
         The input's time and the settled state's are both read on the page's clock, so that what Playwright does
-        before it presses (finding the element, waiting for it to hold still, scrolling it into view: 20-100 ms
+        before it presses (finding the element, waiting for it to hold still, scrolling it into view: 25-175 ms
         here) is not counted; a page that loaded a new document in between (no input recorded in it) falls back
         to this process's clock from t0."""
         deadline = t0 + timeout

@@ -163,7 +163,9 @@ async function draw(gd, spec, parentElement, turn, height) {
     const config = {...rest, toImageButtonOptions: {}, showSendToCloud: false, showEditInChartStudio: false,
                     modeBarButtonsToRemove: [...(rest.modeBarButtonsToRemove || []), 'sendChartToCloud',
                                              'lasso2d', 'select2d']};
-    if (config.displayModeBar !== false) config.modeBarButtonsToAdd = [fullscreen(Plotly, gd), ...(config.modeBarButtonsToAdd || [])];
+    if (config.displayModeBar !== false) {
+      config.modeBarButtonsToAdd = [fullscreen(Plotly, gd), ...(config.modeBarButtonsToAdd || [])];
+    }
     gd.__attnvizConfig = config;
     gd.__attnvizConfigKey = configKey;
   }

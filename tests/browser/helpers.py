@@ -46,7 +46,8 @@ def _taken(listbox, opt, timeout: float = 3.0) -> bool:
     deadline = time.time() + timeout
     while time.time() < deadline:
         try:
-            if not listbox.is_visible() or opt.count() == 0 or opt.get_attribute("aria-selected", timeout=500) == "true":
+            if (not listbox.is_visible() or opt.count() == 0
+                    or opt.get_attribute("aria-selected", timeout=500) == "true"):
                 return True
         except PlaywrightTimeout:
             return True  # the option went while it was read
