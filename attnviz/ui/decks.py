@@ -325,16 +325,40 @@ def presenting_deck() -> tuple[str, dk.Deck, int] | None:
 # until the slide bar's toggle shows it: the top-level blocks of the page that hold no figure and come
 # before the first one that does, and likewise inside the tabs of that block (the tab bar stays) and inside
 # the part of the page (ui.page.part) that holds the first figure. Only on a page that has a figure; the
-# slide bar itself stays.
-_MAIN = '[data-testid="stMainBlockContainer"] > [data-testid="stVerticalBlock"]'
-_FIG = ':is([data-testid="stPlotlyChart"], .attnviz-plotly)'  # Streamlit's charts and those drawn in place
-_BEFORE = f":not(:has({_FIG})):not(:has({_FIG}) ~ *)"  # no figure in it, nor in any block before it
-_TABS = f'[data-testid="stTabPanel"] > [data-testid="stVerticalBlock"]:has({_FIG}) > {_BEFORE}'
-_PART = f'.st-key-{PART_BOX}:has({_FIG}) > {_BEFORE}'  # a part of the page (ui.page.part) holding the first figure
-_FIRST = f"{_MAIN} > :has({_FIG}):not(:has({_FIG}) ~ *)"  # the top-level block holding the first figure
-FOLD_CSS = (f"<style>{_MAIN}:has({_FIG}) > {_BEFORE}:not(.st-key-deck_bar):not(:has(.st-key-deck_bar)),"
-            f"{_FIRST} {_TABS}, {_FIRST} {_PART} {{ display: none !important; }}"
-            "</style>")
+# slide bar itself stays. The page's document marks those blocks (FOLD_JS, run as the page is built, before
+# it is painted) and one plain rule hides them: selectors that find them (`:has()` over the page's blocks) cost
+# the browser 200-400 ms of style work on every slide it builds.
+FOLD_MARK = "data-attnviz-fold"
+FIG = '[data-testid="stPlotlyChart"], .attnviz-plotly'  # Streamlit's charts and those drawn in place
+FOLD_JS = """
+  const FIG = '%(fig)s', MARK = '%(mark)s';
+  let folded = [];
+  // the children of a box that come before its first child holding a figure (none when no child holds one)
+  const before = (box) => {
+    const out = [];
+    for (const c of box.children) { if (c.matches(FIG) || c.querySelector(FIG)) return out; out.push(c); }
+    return [];
+  };
+  const fold = () => {
+    const bar = document.querySelector('[data-testid="deck-bar"]'), want = new Set();
+    const main = document.querySelector('[data-testid="stMainBlockContainer"] > [data-testid="stVerticalBlock"]');
+    if (bar && bar.dataset.fold === '1' && main) {
+      const top = before(main), first = main.children[top.length];
+      for (const c of top) if (!c.matches('.st-key-deck_bar') && !c.querySelector('.st-key-deck_bar')) want.add(c);
+      if (first && first.querySelector(FIG)) for (const box of first.querySelectorAll(
+          '[data-testid="stTabPanel"] > [data-testid="stVerticalBlock"], .st-key-%(part)s'))
+        for (const c of before(box)) want.add(c);
+    }
+    for (const el of folded) if (!want.has(el)) el.removeAttribute(MARK);
+    for (const el of want) if (!el.hasAttribute(MARK)) el.setAttribute(MARK, '');
+    folded = [...want];
+  };
+  // a figure drawing its own pieces changes nothing above it
+  const inFigure = (r) => r.target.closest && r.target.closest('.js-plotly-plot');
+  new MutationObserver((records) => { if (!records.every(inFigure)) fold(); })
+    .observe(document.body, {childList: true, subtree: true, attributes: true, attributeFilter: ['data-fold']});
+  fold();
+""" % {"fig": FIG, "mark": FOLD_MARK, "part": PART_BOX}
 BAR_CSS = """<style>
 .st-key-deck_slides { display: none !important; }
 /* the bar starts just below the top navigation (79 px high at 1280 x 720) */
@@ -342,7 +366,8 @@ BAR_CSS = """<style>
 [data-testid="deck-bar"] { font-size: 1.35rem; line-height: 1.3; }
 [data-testid="deck-bar"] .deck-count { opacity: .7; font-weight: 600; margin-right: .4rem; }
 .st-key-deck_bar { border-bottom: 1px solid rgba(49, 51, 63, .2); padding-bottom: .25rem; }
-</style>"""
+[%s] { display: none !important; }
+</style>""" % FOLD_MARK
 
 # The keyboard: installed once in the page's document, by a script of the page itself (a listener added
 # by a script that Streamlit later replaces could stop being called). Right / Page Down: next slide; Left / Page Up: previous; Home:
@@ -403,11 +428,12 @@ if (!doc.__attnvizDeck) {
     if (!links[S.target]) { S.target = null; return; }
     S.tries += 1; S.at = Date.now();
     links[S.target].click();
-  }, 400);`;
+  }, 400);
+  {{FOLD}}`;
   doc.head.appendChild(script);
 }
 })();
-</script>"""
+</script>""".replace("{{FOLD}}", FOLD_JS.replace("\\", "\\\\").replace("`", "\\`").replace("%", "%%"))
 
 
 def slide_bar() -> None:
@@ -438,7 +464,9 @@ def slide_bar() -> None:
                 slide_link(key, d, i - 1, "◀ Previous")
             else:
                 st.markdown('<span style="opacity:.35">◀ Previous</span>', unsafe_allow_html=True)
-        title.markdown(f'<div data-testid="deck-bar" data-slide="{i}" data-n="{n}" data-deck="{html.escape(key)}">'
+        fold = "0" if st.session_state.get(CONTROLS) else "1"  # the page above its first figure folded away
+        title.markdown(f'<div data-testid="deck-bar" data-slide="{i}" data-n="{n}" data-deck="{html.escape(key)}" '
+                       f'data-fold="{fold}">'
                        f'<span class="deck-count">{i + 1} / {n}</span> <b>{html.escape(d.slides[i].title)}</b></div>',
                        unsafe_allow_html=True)
         with nxt:
@@ -454,8 +482,6 @@ def slide_bar() -> None:
             for k in range(n):
                 slide_link(key, d, k, str(k + 1))
         st.html(KEYS_JS % {"slide": f"{html.escape(key)}/{i}"}, unsafe_allow_javascript=True)
-    if not st.session_state.get(CONTROLS):
-        st.markdown(FOLD_CSS, unsafe_allow_html=True)
 
 
 def _clock(seconds: float) -> str:

@@ -20,7 +20,7 @@ def page_intro(title: str, text: str) -> None:
 
 
 # The key of the container a part of a page (ui.page.part) draws in: a slide folds what comes before its first figure
-# inside it, as it does on the page itself (ui.decks.FOLD_CSS).
+# inside it, as it does on the page itself (ui.decks.FOLD_JS).
 PART_BOX = "page_part"
 
 PRESENTATION_CSS = """
