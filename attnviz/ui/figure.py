@@ -5,11 +5,12 @@ import re
 from contextlib import contextmanager
 from functools import partial
 
+import plotly.graph_objects as go
 import streamlit as st
 
 from attnviz.errors import AttnvizError
 from attnviz.export import figure_csv, figure_html, figure_image
-from attnviz.plotting import _uses_coloraxis, attach_numbers, copy_figure, no_si_prefixes
+from attnviz.plotting import NUMBERS_ATTR, _uses_coloraxis, attach_numbers, copy_figure, no_si_prefixes
 from attnviz.ui import plotly_bytes
 from attnviz.ui.present import presenting
 
@@ -22,64 +23,90 @@ PRESENT_MAX_HEIGHT = 520
 PRESENT_INK = "#111111"  # dark text for projectors
 
 
-def _at_least(font, size: int, ink: bool = True) -> dict:
-    """A font spec (plotly object or None) with its size raised to at least `size` (and dark
-    ink unless `ink` is False: cell texts keep their own colour, one per cell where the figure chose them
-    for contrast, else plotly's automatic one)."""
-    current = getattr(font, "size", None) if font is not None else None
-    out = dict(size=max(size, current or 0))
+def _at_least(font: dict | None, size: int, ink: bool = True) -> dict:
+    """A font spec (a plotly JSON dict or None) with its size raised to at least `size` (and dark ink unless `ink` is
+    False: cell texts keep their own colour, one per cell where the figure chose them for contrast, else plotly's
+    automatic one). Its other settings (the family) are not kept."""
+    font = font or {}
+    out = dict(size=max(size, font.get("size") or 0))
     if ink:
         out["color"] = PRESENT_INK
-    elif getattr(font, "color", None) is not None:
-        out["color"] = font.color
+    elif font.get("color") is not None:
+        out["color"] = font["color"]
     return out
 
 
-def present_figure(fig):
-    """Enlarge every text of a plotly figure for a projector, in place: ticks, axis and figure
-    titles, colour bars, legends, annotations and cell/bar texts all at least PRESENT_FONT px
-    (Streamlit's theme would otherwise keep ticks at ~12 px), margins grown to fit, the height
-    scaled, and bar labels allowed outside the plot area instead of being cut."""
-    fig.update_layout(font=dict(size=PRESENT_FONT, color=PRESENT_INK))
-    fig.update_xaxes(automargin=True, tickfont=dict(size=PRESENT_FONT, color=PRESENT_INK),
-                     title_font=dict(size=PRESENT_FONT, color=PRESENT_INK))
-    fig.update_yaxes(automargin=True, tickfont=dict(size=PRESENT_FONT, color=PRESENT_INK),
-                     title_font=dict(size=PRESENT_FONT, color=PRESENT_INK))
-    # log axes label 2 and 5 between powers of ten at three quarters of the tick size: keep
-    # only the powers of ten, at full size
-    fig.for_each_xaxis(lambda ax: ax.update(dtick=1) if ax.type == "log" and ax.tickvals is None and ax.dtick is None else None)
-    fig.for_each_yaxis(lambda ax: ax.update(dtick=1) if ax.type == "log" and ax.tickvals is None and ax.dtick is None else None)
-    layout = fig.layout
-    if layout.title and layout.title.text:
-        layout.title.font = _at_least(layout.title.font, PRESENT_TITLE)
+def _axes(layout: dict, prefix: str) -> list[dict]:
+    """The layout's axes (or colour axes) named prefix, prefix2, ...; the first one made when there is none (as
+    plotly's update_xaxes does)."""
+    names = [k for k in layout if re.fullmatch(prefix + r"\d*", k)] or [prefix]
+    return [layout.setdefault(k, {}) for k in names]
+
+
+def present_figure(fig) -> go.Figure:
+    """A copy of a plotly figure enlarged for a projector: ticks, axis and figure titles, colour bars, legends,
+    annotations and cell/bar texts all at least PRESENT_FONT px (Streamlit's theme would otherwise keep ticks at
+    ~12 px), margins grown to fit, the height scaled, and bar labels allowed outside the plot area instead of being
+    cut. Written on the figure's JSON, then wrapped without plotly's validation again (which took 12-19 ms a
+    figure)."""
+    d = fig.to_dict()
+    layout, data = d.setdefault("layout", {}), d.setdefault("data", [])
+    layout.setdefault("font", {}).update(size=PRESENT_FONT, color=PRESENT_INK)
+    for ax in _axes(layout, "xaxis") + _axes(layout, "yaxis"):
+        ax["automargin"] = True
+        ax.setdefault("tickfont", {}).update(size=PRESENT_FONT, color=PRESENT_INK)
+        title = ax.setdefault("title", {})
+        title.setdefault("font", {}).update(size=PRESENT_FONT, color=PRESENT_INK)
+        # log axes label 2 and 5 between powers of ten at three quarters of the tick size: keep
+        # only the powers of ten, at full size
+        if ax.get("type") == "log" and ax.get("tickvals") is None and ax.get("dtick") is None:
+            ax["dtick"] = 1
+    title = layout.get("title") or {}
+    if title.get("text"):
+        title["font"] = _at_least(title.get("font"), PRESENT_TITLE)
         # the title pushes the plot down instead of covering tick labels (x axes on top included)
-        layout.title.update(automargin=True, yref="container", y=1, yanchor="top", pad=dict(t=6, b=10))
-    layout.legend.font = _at_least(layout.legend.font, PRESENT_FONT)
-    layout.legend.title.font = _at_least(layout.legend.title.font, PRESENT_FONT)
-    layout.hoverlabel.font = _at_least(layout.hoverlabel.font, PRESENT_FONT)
-    for ann in layout.annotations or ():
-        ann.font = _at_least(ann.font, PRESENT_FONT)
+        title.update(automargin=True, yref="container", y=1.0, yanchor="top")
+        title.setdefault("pad", {}).update(t=6, b=10)
+    legend = layout.setdefault("legend", {})
+    legend["font"] = _at_least(legend.get("font"), PRESENT_FONT)
+    legend_title = legend.setdefault("title", {})
+    legend_title["font"] = _at_least(legend_title.get("font"), PRESENT_FONT)
+    hover = layout.setdefault("hoverlabel", {})
+    hover["font"] = _at_least(hover.get("font"), PRESENT_FONT)
+    for ann in layout.get("annotations") or ():
+        ann["font"] = _at_least(ann.get("font"), PRESENT_FONT)
     if _uses_coloraxis(fig):  # touching an unused colour axis would draw an extra colour bar
-        fig.update_coloraxes(colorbar=dict(tickfont=dict(size=PRESENT_FONT), title_font=dict(size=PRESENT_FONT)))
-    for trace in fig.data:
-        marker = getattr(trace, "marker", None)
+        for ax in _axes(layout, "coloraxis"):
+            bar = ax.setdefault("colorbar", {})
+            bar.setdefault("tickfont", {})["size"] = PRESENT_FONT
+            bar.setdefault("title", {}).setdefault("font", {})["size"] = PRESENT_FONT
+    for obj, trace in zip(fig.data, data):  # the objects say which settings a trace's type has
+        marker = getattr(obj, "marker", None)
         # a colorbar spec on a marker that does not show its scale makes Streamlit draw a stray bar
-        for holder in (trace, marker if (marker is not None and "colorbar" in marker and marker.showscale) else None):
-            if holder is not None and "colorbar" in holder and holder.showscale is not False:
-                holder.colorbar.tickfont = _at_least(holder.colorbar.tickfont, PRESENT_FONT)
-                holder.colorbar.title.font = _at_least(holder.colorbar.title.font, PRESENT_FONT)
+        holders = [(obj, trace)]
+        if marker is not None and "colorbar" in marker and marker.showscale:
+            holders.append((marker, trace.setdefault("marker", {})))
+        for kind, holder in holders:
+            if "colorbar" in kind and holder.get("showscale") is not False:
+                bar = holder.setdefault("colorbar", {})
+                bar["tickfont"] = _at_least(bar.get("tickfont"), PRESENT_FONT)
+                bar_title = bar.setdefault("title", {})
+                bar_title["font"] = _at_least(bar_title.get("font"), PRESENT_FONT)
         for name in ("textfont", "insidetextfont", "outsidetextfont"):
-            if name in trace:
-                trace[name] = _at_least(trace[name], PRESENT_FONT, ink=False)
-        if trace.type == "bar":
-            trace.cliponaxis = False
-    margin = layout.margin
-    layout.margin.update(t=max(margin.t or 0, 60 if (layout.title and layout.title.text) else 20),
-                         b=max(margin.b or 0, 20), l=max(margin.l or 0, 20), r=max(margin.r or 0, 20))
+            if name in obj:
+                trace[name] = _at_least(trace.get(name), PRESENT_FONT, ink=False)
+        if trace.get("type") == "bar":
+            trace["cliponaxis"] = False
+    margin = layout.setdefault("margin", {})
+    margin.update(t=max(margin.get("t") or 0, 60 if title.get("text") else 20), b=max(margin.get("b") or 0, 20),
+                  l=max(margin.get("l") or 0, 20), r=max(margin.get("r") or 0, 20))
     # small figures grow (up to 420 px) for the larger text; none grows past one screen
-    height = layout.height or 450
-    layout.height = int(min(PRESENT_MAX_HEIGHT, max(height, min(height * PRESENT_SCALE, 420))))
-    return fig
+    height = layout.get("height") or 450
+    layout["height"] = int(min(PRESENT_MAX_HEIGHT, max(height, min(height * PRESENT_SCALE, 420))))
+    out = go.Figure(d, _validate=False)
+    if hasattr(fig, NUMBERS_ATTR):
+        setattr(out, NUMBERS_ATTR, getattr(fig, NUMBERS_ATTR))
+    return out
 
 
 def _slug(text: str) -> str:
@@ -194,13 +221,10 @@ def show_figure(fig, key: str | None = None, *, name: str | None = None, exports
     key = key or _auto_key(fig)
     title = fig.layout.title.text if fig.layout.title and fig.layout.title.text else None
     name = _slug(name or title or key)
-    if getattr(fig, "_attnviz_shared", False):  # from ui.cache.figure: already without SI prefixes, read-only
-        if presenting():
-            fig = copy_figure(fig)
-    else:
+    if not getattr(fig, "_attnviz_shared", False):  # from ui.cache.figure: already without SI prefixes, read-only
         no_si_prefixes(fig)  # weights as 0.0001 or 1e-04, never plotly's default "100µ"
     if presenting():
-        present_figure(fig)
+        fig = present_figure(fig)
     config = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "filename": name, "scale": 2}}
     if not toolbar:
         config["displayModeBar"] = False
