@@ -4,12 +4,12 @@ import streamlit as st
 
 from attnviz.errors import BadInput
 from attnviz.lab.figures import lines, score_histograms
-from attnviz.lab.scaling import D_K_GRID, ScalingConfig, dot_products, saturation_row
+from attnviz.lab.scaling import D_K_GRID, ScalingConfig
 from attnviz.ui.lab import keep_choice, lab_header, lecture_nav, stop_page
 from attnviz.ui.page import part
 from attnviz.ui.figure import show_figure
 from attnviz.ui.share import bind
-from attnviz.ui.cache import scaling_sweep
+from attnviz.ui.cache import scaling_samples, scaling_sweep
 from attnviz.units import count_text
 
 bind({"scaling_dk": int, "scaling_nkeys": int})
@@ -38,8 +38,7 @@ def lab() -> None:
                                   help="How many keys each query spreads its weight over.")
 
     try:
-        raw = dot_products(d_k, n=4000)
-        row = saturation_row(d_k, ScalingConfig(n_keys=n_keys))
+        raw, row = scaling_samples(d_k, n_keys)
     except BadInput as e:
         st.warning(str(e))
         stop_page(PAGE)

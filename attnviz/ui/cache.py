@@ -10,7 +10,7 @@ import numpy as np
 
 from attnviz.extract import extract
 from attnviz.heatmap.raster import GridLayout, grid_png
-from attnviz.lab.scaling import D_K_GRID, ScalingConfig, saturation_sweep
+from attnviz.lab.scaling import D_K_GRID, SaturationRow, ScalingConfig, dot_products, saturation_row, saturation_sweep
 from attnviz.metrics.analysis import analyse
 from attnviz.metrics.roles import RoleScores, result_role_scores
 from attnviz.models import load_model
@@ -152,6 +152,13 @@ def induction_one(key: str, n_words: int, seed: int) -> dict:
     result = get_result(Request(key, rt.text))
     first, second = copy_positions(result.token_ids, result.special_mask, n_words)
     return {"text": rt.text, **induction_scores(result.attention, first, second)}
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def scaling_samples(d_k: int, n_keys: int) -> tuple[np.ndarray, SaturationRow]:
+    """The Scaling lab's samples at one d_k (fixed seeds): 4,000 dot products q·k and the softmax statistics over
+    n_keys keys. Raises BadInput for a d_k out of range."""
+    return dot_products(d_k, n=4000), saturation_row(d_k, ScalingConfig(n_keys=n_keys))
 
 
 @st.cache_data(max_entries=4, show_spinner=False)
