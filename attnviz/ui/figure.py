@@ -5,7 +5,6 @@ import re
 from contextlib import contextmanager
 from functools import partial
 
-import plotly.graph_objects as go
 import streamlit as st
 
 from attnviz.errors import AttnvizError
@@ -43,7 +42,7 @@ def _axes(layout: dict, prefix: str) -> list[dict]:
     return [layout.setdefault(k, {}) for k in names]
 
 
-def present_figure(fig) -> go.Figure:
+def present_figure(fig):
     """A copy of a plotly figure enlarged for a projector: ticks, axis and figure titles, colour bars, legends,
     annotations and cell/bar texts all at least PRESENT_FONT px (Streamlit's theme would otherwise keep ticks at
     ~12 px), margins grown to fit, the height scaled, and bar labels allowed outside the plot area instead of being
@@ -103,7 +102,7 @@ def present_figure(fig) -> go.Figure:
     # small figures grow (up to 420 px) for the larger text; none grows past one screen
     height = layout.get("height") or 450
     layout["height"] = int(min(PRESENT_MAX_HEIGHT, max(height, min(height * PRESENT_SCALE, 420))))
-    out = go.Figure(d, _validate=False)
+    out = type(fig)(d, _validate=False)  # a plotly Figure, its settings not checked again
     if hasattr(fig, NUMBERS_ATTR):
         setattr(out, NUMBERS_ATTR, getattr(fig, NUMBERS_ATTR))
     return out
