@@ -13,6 +13,7 @@ from __future__ import annotations
 import streamlit as st
 
 from attnviz.plotting import figure_bytes, plotly_js
+from attnviz.ui.present import ROOT_PX, presenting
 
 FONT = '"Source Sans", sans-serif'
 TEXT, TITLE, LINE = "#808495", "#2F2D2B", "#e6eaf1"
@@ -222,11 +223,30 @@ def _files():
     return runtime.get_instance().media_file_mgr
 
 
-def payload(fig, config: dict, url: str, link=None, clicks: bool = False) -> bytes:
-    """`fig` as the message the page's script draws (plotting.figure_bytes): its layout over Streamlit's theme,
-    plotly's config, where plotly.js is, whether a click reports (clicks) and, with link, large pictures as links."""
+def theme(root_px: float = 16) -> dict:
+    """THEME on a page whose root font size is root_px: Streamlit's theme gives the margins' padding, the axis
+    titles' distance and the title's indent in rem, so they grow with presentation mode's larger root."""
+    import copy
+
+    rem = root_px / 16
+    out = copy.deepcopy(THEME)
+    out["margin"]["pad"] *= rem
+    out["title"]["pad"]["l"] *= rem
+    for axis in ("xaxis", "yaxis"):
+        out[axis]["title"]["standoff"] *= rem
+    return out
+
+
+def payload(fig, config: dict, url: str, link=None, clicks: bool = False, root_px: float = 16) -> bytes:
+    """`fig` as the message the page's script draws (plotting.figure_bytes): its layout over Streamlit's theme (at
+    the page's root font size), plotly's config, where plotly.js is, whether a click reports (clicks) and, with
+    link, large pictures as links."""
     extra = {"config": config, "plotly": url} | ({"clicks": True} if clicks else {})
-    return figure_bytes(fig, extra, layout=THEME, colorbar=COLORBAR, link=link)
+    layout = theme(root_px)
+    if not any(t.type == "heatmap" for t in fig.data):  # Streamlit's theme marks ticks on maps only
+        for axis in ("xaxis", "yaxis"):
+            layout[axis]["ticks"] = ""
+    return figure_bytes(fig, extra, layout=layout, colorbar=COLORBAR, link=link)
 
 
 def _message(fig, key: str, config: dict, clicks: bool) -> bytes:
@@ -234,7 +254,8 @@ def _message(fig, key: str, config: dict, clicks: bool) -> bytes:
     again on every run so that it stays served). A shared figure (ui.cache.figure, read-only) keeps its message, so
     a rerun that shows it again neither serialises it nor encodes its arrays again."""
     files = _files()
-    signature = (repr(config), plotly_url(), key, clicks)
+    root_px = ROOT_PX if presenting() else 16
+    signature = (repr(config), plotly_url(), key, clicks, root_px)
     kept = getattr(fig, "_attnviz_message", None) if getattr(fig, "_attnviz_shared", False) else None
     if kept is not None and kept[0] == signature and all(
             files.add(png, "image/png", name) == url for png, name, url in kept[2]):
@@ -247,7 +268,7 @@ def _message(fig, key: str, config: dict, clicks: bool) -> bytes:
         pictures.append((png, name, url))
         return url
 
-    message = payload(fig, config, signature[1], link=link, clicks=clicks)
+    message = payload(fig, config, signature[1], link=link, clicks=clicks, root_px=root_px)
     if getattr(fig, "_attnviz_shared", False):
         fig._attnviz_message = (signature, message, pictures)
     return message

@@ -23,9 +23,11 @@ def page_intro(title: str, text: str) -> None:
 # inside it, as it does on the page itself (ui.decks.FOLD_JS).
 PART_BOX = "page_part"
 
+ROOT_PX = 21  # the page's root font size in presentation mode (Streamlit's own is 16 px)
+
 PRESENTATION_CSS = """
 <style>
-html { font-size: 21px; }
+html { font-size: %dpx; }
 [data-testid="stMain"] h1 { font-size: 2.4rem; }
 [data-testid="stMainBlockContainer"] { padding: 2.5rem 2rem 2rem 2rem; max-width: 100%; }
 [data-testid="stCaptionContainer"], [data-testid="stCaptionContainer"] p, .stCaption, .stCaption p, [data-testid="stCaption"] p { color: #2b2b2b !important; }
@@ -33,7 +35,7 @@ html { font-size: 21px; }
 [data-testid="stMetricValue"] { font-size: 1.6rem; }
 [data-testid="stMetricValue"] > div, [data-testid="stMetricLabel"] p { white-space: normal !important; overflow: visible !important; text-overflow: clip !important; }
 </style>
-"""
+""".replace("%dpx", f"{ROOT_PX}px")
 
 
 def apply_presentation() -> None:

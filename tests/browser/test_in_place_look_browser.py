@@ -8,7 +8,7 @@ from tests.browser.helpers import open_path
 # what Streamlit's theme decides for a chart, as plotly.js resolved it
 LOOK = """(sel) => { const gd = document.querySelector(sel + ' .js-plotly-plot'); const L = gd._fullLayout;
   const ax = (a) => [a.showgrid, a.zeroline, a.gridcolor || null, a.tickfont.color, a.tickfont.size, a.tickfont.family,
-                     a.title.font.color, a.title.font.size];
+                     a.title.font.color, a.title.font.size, a.ticks];
   return {x: ax(L.xaxis), y: ax(L.yaxis), colorway: L.colorway, font: [L.font.family, L.font.size, L.font.color],
           title: [L.title.font.family, L.title.font.size, L.title.font.color, L.title.x, L.title.xanchor,
                   /^<b>.*<[/]b>$/.test(L.title.text)],
@@ -27,9 +27,9 @@ def test_a_bar_chart_drawn_in_place_looks_as_streamlits(page, app_server):
     assert here["x"][:2] == [False, False] and here["title"][-1]  # no vertical grid or zero line; a bold title
 
 
-COLOUR_BAR = """(sel) => { const c = document.querySelector(sel + ' .js-plotly-plot')._fullData[0].colorbar;
+COLOUR_BAR = """(sel) => { const gd = document.querySelector(sel + ' .js-plotly-plot'), c = gd._fullData[0].colorbar;
   return [c.outlinewidth, c.outlinecolor, c.thickness, c.len, c.tickfont.color, c.tickfont.size, c.title.font.color,
-          c.title.font.size]; }"""
+          c.title.font.size, gd._fullLayout.xaxis.ticks, gd._fullLayout.yaxis.ticks]; }"""
 
 
 def test_a_heatmap_drawn_in_place_has_streamlits_colour_bar(page, app_server):
@@ -37,3 +37,18 @@ def test_a_heatmap_drawn_in_place_has_streamlits_colour_bar(page, app_server):
     streamlit = page.evaluate(COLOUR_BAR, ".st-key-en_grid")
     open_path(page, app_server, "/rollout?model_choice=minilm&lens=weights&ro_layer=1")
     assert page.evaluate(COLOUR_BAR, ".st-key-ro_raw") == streamlit
+
+
+# the distances Streamlit's theme gives in rem: they grow with presentation mode's larger root font
+SPACING = """(sel) => { const L = document.querySelector(sel + ' .js-plotly-plot')._fullLayout;
+  return {pad: L.margin.pad, title: L.title.pad.l, x: L.xaxis.title.standoff, y: L.yaxis.title.standoff,
+          ticks: [L.xaxis.ticks, L.yaxis.ticks]}; }"""
+
+
+def test_in_presentation_mode_a_chart_drawn_in_place_keeps_streamlits_spacing(page, app_server):
+    open_path(page, app_server, "/entropy?model_choice=minilm&lens=weights&present=1")
+    streamlit = page.evaluate(SPACING, ".st-key-en_bars")
+    open_path(page, app_server, "/rollout?model_choice=minilm&lens=weights&ro_layer=1&present=1")
+    here = page.evaluate(SPACING, ".st-key-ro_bars")
+    assert here == streamlit
+    assert streamlit["pad"] == 10.5 and streamlit["y"] == 31.5  # 0.5 and 1.5 rem of a 21 px root

@@ -127,3 +127,16 @@ def test_shapes_drawn_over_a_figure_follow_it_and_clicks_are_announced():
         assert plotly_bytes._message(fig, "k", {"a": 2}, False) is not first and len(made) == 2
     finally:
         plotly_bytes._files, plotly_bytes.payload = saved, real
+
+
+def test_the_theme_grows_its_rem_distances_with_the_root_font_and_marks_ticks_on_maps_only():
+    base, big = plotly_bytes.theme(), plotly_bytes.theme(21)
+    assert base == plotly_bytes.THEME and base is not plotly_bytes.THEME
+    assert (big["margin"]["pad"], big["title"]["pad"]["l"]) == (10.5, 5.25)  # 0.5 and 0.25 rem of 21 px
+    assert (big["xaxis"]["title"]["standoff"], big["yaxis"]["title"]["standoff"]) == (26.25, 31.5)  # 1.25, 1.5 rem
+    assert plotly_bytes.THEME["margin"]["pad"] == 8  # the base is left as it was
+    bars = plotting.figure_from_bytes(plotly_bytes.payload(go.Figure(go.Bar(y=[1, 2])), {}, "u", root_px=21))
+    layout = bars["figure"]["layout"]
+    assert (layout["xaxis"]["ticks"], layout["yaxis"]["ticks"], layout["margin"]["pad"]) == ("", "", 10.5)
+    heat = plotting.figure_from_bytes(plotly_bytes.payload(go.Figure(go.Heatmap(z=[[1, 2]])), {}, "u"))
+    assert "ticks" not in heat["figure"]["layout"]["xaxis"]  # a map keeps plotly's ticks, as Streamlit draws it
