@@ -208,7 +208,8 @@ def show_figure(fig, key: str | None = None, *, name: str | None = None, exports
     """The one way to draw a plotly figure; returns what st.plotly_chart returns (the selection with on_select:
     read a clicked head with ui.heads.clicked_head(key)).
 
-    In presentation mode fonts and heights grow. Below the figure: downloads of its numbers
+    In presentation mode fonts and heights grow, and a figure without on_select is drawn in place (a slide's page is
+    built anew on every step). Below the figure: downloads of its numbers
     (CSV), an offline HTML page and an SVG; the camera icon saves a PNG in the browser. toolbar=False hides
     plotly's buttons (the lab pages' figures). shapes: plotly shapes drawn over the figure (a frame around the
     chosen item), so a cached figure stays as it is; numbers: a callable returning the CSV its exports hold, for a
@@ -229,6 +230,9 @@ def show_figure(fig, key: str | None = None, *, name: str | None = None, exports
         config["displayModeBar"] = False
     config.update(kwargs.pop("config", {}))
     kwargs.setdefault("width", "stretch")
+    # a slide draws its figures in place (each page a slide opens is built anew; plotly.js takes the figure as
+    # it is, without Streamlit's path through JSON text twice), except those whose clicks a page reads
+    in_place = in_place or (presenting() and kwargs.get("on_select") is None)
     drawn_in_place = in_place and plotly_bytes.available()
     if (shapes or numbers) and not drawn_in_place:
         fig, shapes, numbers = exported(fig, shapes, numbers), None, None

@@ -52,3 +52,16 @@ def test_in_presentation_mode_a_chart_drawn_in_place_keeps_streamlits_spacing(pa
     here = page.evaluate(SPACING, ".st-key-ro_bars")
     assert here == streamlit
     assert streamlit["pad"] == 10.5 and streamlit["y"] == 31.5  # 0.5 and 1.5 rem of a 21 px root
+
+
+KIND = """(sel) => { const box = document.querySelector(sel);
+  return box.querySelector('.attnviz-plotly') ? 'in place' : box.querySelector('[data-testid="stPlotlyChart"]') ? 'streamlit' : null; }"""
+
+
+def test_a_slide_draws_its_figures_in_place_except_those_it_reads_clicks_from(page, app_server):
+    """Presentation mode: the bars are drawn in place (cheaper to build on every slide step); the head grid, whose
+    clicks the page reads from Streamlit's selection, stays a Streamlit chart; outside it, the bars are Streamlit's."""
+    open_path(page, app_server, "/entropy?model_choice=minilm&lens=weights&present=1")
+    assert (page.evaluate(KIND, ".st-key-en_bars"), page.evaluate(KIND, ".st-key-en_grid")) == ("in place", "streamlit")
+    open_path(page, app_server, "/entropy?model_choice=minilm&lens=weights")
+    assert (page.evaluate(KIND, ".st-key-en_bars"), page.evaluate(KIND, ".st-key-en_grid")) == ("streamlit", "streamlit")
