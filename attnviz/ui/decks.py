@@ -295,7 +295,7 @@ def enter(page: str) -> None:
         if st.session_state.get(_AT) != at:
             st.session_state[_AT] = at
             share.open_link(keep=() if "present" in st.query_params else ("present",))
-            st.session_state.pop(CONTROLS, None)  # each slide opens on its figure
+            st.session_state[CONTROLS] = False  # each slide opens on its figure, its switch shown off
         if "present" not in st.session_state and "present" not in st.query_params:
             st.session_state["present"] = True  # a slide whose link's settings were all dropped (a bad value)
     elif st.query_params.get("end") == "1":

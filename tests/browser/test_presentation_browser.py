@@ -230,5 +230,7 @@ def test_every_shipped_slide_opens_on_its_figure_at_1280x720(browser, app_server
         page.wait_for_function(SLIDE_IS % 0)
         wait_for_app(page)
         assert page.evaluate(FIRST_FIGURE_JS)["titles"] == 0
+        # and its switch shows what the slide does: off (the browser still held it on from the slide before)
+        assert not page.locator(".st-key-deck_controls input[type=checkbox]").first.is_checked()
     finally:
         context.close()
