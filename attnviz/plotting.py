@@ -103,9 +103,10 @@ def attach_numbers(fig: go.Figure, csv_text) -> go.Figure:
     return fig
 
 
-def copy_figure(fig: go.Figure) -> go.Figure:
-    """A copy of `fig` that may be changed without touching `fig` (its CSV numbers kept)."""
-    copy = go.Figure(fig)
+def copy_figure(fig: go.Figure, spec: dict | None = None) -> go.Figure:
+    """A copy of `fig` that may be changed without touching `fig` (its CSV numbers kept). spec: the copy's JSON
+    instead (fig.to_dict() as the caller changed it), wrapped without plotly's validation."""
+    copy = go.Figure(fig) if spec is None else go.Figure(spec, _validate=False)
     if hasattr(fig, NUMBERS_ATTR):
         setattr(copy, NUMBERS_ATTR, getattr(fig, NUMBERS_ATTR))
     return copy

@@ -9,7 +9,7 @@ import streamlit as st
 
 from attnviz.errors import AttnvizError
 from attnviz.export import figure_csv, figure_html, figure_image
-from attnviz.plotting import NUMBERS_ATTR, _uses_coloraxis, attach_numbers, copy_figure, no_si_prefixes
+from attnviz.plotting import _uses_coloraxis, attach_numbers, copy_figure, no_si_prefixes
 from attnviz.ui import plotly_bytes
 from attnviz.ui.present import presenting
 
@@ -54,8 +54,7 @@ def present_figure(fig):
     for ax in _axes(layout, "xaxis") + _axes(layout, "yaxis"):
         ax["automargin"] = True
         ax.setdefault("tickfont", {}).update(size=PRESENT_FONT, color=PRESENT_INK)
-        title = ax.setdefault("title", {})
-        title.setdefault("font", {}).update(size=PRESENT_FONT, color=PRESENT_INK)
+        ax.setdefault("title", {}).setdefault("font", {}).update(size=PRESENT_FONT, color=PRESENT_INK)
         # log axes label 2 and 5 between powers of ten at three quarters of the tick size: keep
         # only the powers of ten, at full size
         if ax.get("type") == "log" and ax.get("tickvals") is None and ax.get("dtick") is None:
@@ -102,10 +101,7 @@ def present_figure(fig):
     # small figures grow (up to 420 px) for the larger text; none grows past one screen
     height = layout.get("height") or 450
     layout["height"] = int(min(PRESENT_MAX_HEIGHT, max(height, min(height * PRESENT_SCALE, 420))))
-    out = type(fig)(d, _validate=False)  # a plotly Figure, its settings not checked again
-    if hasattr(fig, NUMBERS_ATTR):
-        setattr(out, NUMBERS_ATTR, getattr(fig, NUMBERS_ATTR))
-    return out
+    return copy_figure(fig, d)
 
 
 def _slug(text: str) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import streamlit as st
 
 from attnviz.plotting import figure_bytes, plotly_js
-from attnviz.ui.present import ROOT_PX, presenting
+from attnviz.ui.present import STREAMLIT_ROOT_PX, root_px as page_root_px
 
 FONT = '"Source Sans", sans-serif'
 TEXT, TITLE, LINE = "#808495", "#2F2D2B", "#e6eaf1"
@@ -223,12 +223,12 @@ def _files():
     return runtime.get_instance().media_file_mgr
 
 
-def theme(root_px: float = 16) -> dict:
+def theme(root_px: float = STREAMLIT_ROOT_PX) -> dict:
     """THEME on a page whose root font size is root_px: Streamlit's theme gives the margins' padding, the axis
     titles' distance and the title's indent in rem, so they grow with presentation mode's larger root."""
     import copy
 
-    rem = root_px / 16
+    rem = root_px / STREAMLIT_ROOT_PX
     out = copy.deepcopy(THEME)
     out["margin"]["pad"] *= rem
     out["title"]["pad"]["l"] *= rem
@@ -237,7 +237,8 @@ def theme(root_px: float = 16) -> dict:
     return out
 
 
-def payload(fig, config: dict, url: str, link=None, clicks: bool = False, root_px: float = 16) -> bytes:
+def payload(fig, config: dict, url: str, link=None, clicks: bool = False,
+            root_px: float = STREAMLIT_ROOT_PX) -> bytes:
     """`fig` as the message the page's script draws (plotting.figure_bytes): its layout over Streamlit's theme (at
     the page's root font size), plotly's config, where plotly.js is, whether a click reports (clicks) and, with
     link, large pictures as links."""
@@ -254,7 +255,7 @@ def _message(fig, key: str, config: dict, clicks: bool) -> bytes:
     again on every run so that it stays served). A shared figure (ui.cache.figure, read-only) keeps its message, so
     a rerun that shows it again neither serialises it nor encodes its arrays again."""
     files = _files()
-    root_px = ROOT_PX if presenting() else 16
+    root_px = page_root_px()
     signature = (repr(config), plotly_url(), key, clicks, root_px)
     kept = getattr(fig, "_attnviz_message", None) if getattr(fig, "_attnviz_shared", False) else None
     if kept is not None and kept[0] == signature and all(

@@ -23,7 +23,13 @@ def page_intro(title: str, text: str) -> None:
 # inside it, as it does on the page itself (ui.decks.FOLD_JS).
 PART_BOX = "page_part"
 
-ROOT_PX = 21  # the page's root font size in presentation mode (Streamlit's own is 16 px)
+ROOT_PX = 21  # the page's root font size in presentation mode
+STREAMLIT_ROOT_PX = 16  # Streamlit's own
+
+
+def root_px() -> int:
+    """The page's root font size in this run (px): Streamlit's, or presentation mode's larger one."""
+    return ROOT_PX if presenting() else STREAMLIT_ROOT_PX
 
 PRESENTATION_CSS = """
 <style>
