@@ -7,9 +7,9 @@ mean attention distance and the attention-vs-distance profile), the role scores 
 (RoleReader's positions and row weights, broadness from its own function), and the pooled grid.
 
 How a block stays cheap: workspace tensors are allocated once (fresh 40 MB tensors per block cost more
-than the maths); the entropy is lse - sum_j p_j s_j, with lse read off the largest weight, so no log is
-taken of every weight; that sum, the pooled tiles' sums and maxima and a causal layer's weights by distance
-come from one read of each row (rowpass.reduce_block); denormal weights are flushed to 0."""
+than the maths); the entropy is log Z - sum_j p_j (s_j - max s), so no log is taken of every weight; the
+softmax, that sum, the pooled tiles' sums and maxima and a causal layer's weights by distance come from one
+read of each row (rowpass.softmax_block); denormal weights are set to 0."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -19,7 +19,7 @@ import numpy as np
 from attnviz.errors import BadInput
 from attnviz.long.maps import LongAttention, flush_denormals
 from attnviz.long.pooled import DEFAULT_TILES, PooledGrid, Pooler, row_blocks
-from attnviz.long.rowpass import reduce_block
+from attnviz.long.rowpass import softmax_block
 from attnviz.metrics.entropy import padding_positions
 from attnviz.metrics.roles import ROLE_KEYS, RoleReader, RoleScores, broadness
 from attnviz.progress import check
@@ -107,7 +107,7 @@ class _Workspace:
 
 def _gather_distance(w, q0: int, k0: int, n: int):
     """float32 (H, n): the weights of w (H, B, K: rows q0.., keys k0..) summed at each distance |i - j| = d,
-    both sides of the diagonal, by index (a causal layer's come from rowpass.reduce_block)."""
+    both sides of the diagonal, by index (a causal layer's come from rowpass.softmax_block)."""
     import torch
 
     H, B, K = w.shape
@@ -188,16 +188,16 @@ class _Pass:
         s, k0 = long.scores(layer, None, q0, q1, k0=self.pooler.key_start(lo), out=self.ws.scores, fill=MASKED)
         K = s.shape[-1]
         w = self.ws.weights(H, B, K)
-        torch.softmax(s, dim=-1, out=w)  # (H, B, K)
+        # one read of each row: its softmax into w, its entropy, the pooled tiles and (causal layers) the weights
+        # by distance
+        valid_rows = self.valid[q0:q1]
+        causal = bool(long.causal[layer])
+        nats, sums, maxes, by_distance = softmax_block(s, w, self.pooler.row_tiles(q0, B),
+                                                       valid_rows if causal else None, q0 - k0)
         if value is not None:
             kv = value.shape[0]
             mixed = torch.matmul(w.view(kv, (H // kv) * B, K), value[:, k0:k0 + K].float())  # (kv, group * B, d)
             out[q0:q1] = mixed.view(H, B, -1).transpose(0, 1)
-        # one read of each row: entropy, the pooled tiles and (causal layers) the weights by distance
-        valid_rows = self.valid[q0:q1]
-        causal = bool(long.causal[layer])
-        nats, sums, maxes, by_distance = reduce_block(s, w, self.pooler.row_tiles(q0, B),
-                                                      valid_rows if causal else None, q0 - k0)
         self.nats[layer, :, q0:q1] = nats
         col_sum = self.pooler.add(layer, w, q0, k0, rows=(sums, maxes))  # (H, K): weights summed over the block's rows
         # column roles (first / [CLS] / [SEP] / punctuation): RoleReader's weighted column means
