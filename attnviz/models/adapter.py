@@ -60,6 +60,7 @@ from typing import Any, Callable
 from attnviz.errors import BadInput
 from attnviz.hooks import attention_function, register_attention
 from attnviz.models.families import Family, family_of, module_at
+from attnviz.runtime import threads_for
 
 # name template -> shape, for documentation, listings and tests
 HOOK_POINTS: dict[str, str] = {
@@ -218,7 +219,7 @@ class Recording:
             kwargs.setdefault("return_dict", True)
         self.acts.clear()
         self.calls.clear()
-        with _grad_mode(self.grad):
+        with _grad_mode(self.grad), threads_for(_tokens(args, kwargs)):
             return runner(*args, **kwargs)
 
     # ---- what the hooks do
@@ -512,6 +513,19 @@ def record(loaded, hooks=(), replace: dict | None = None, *, kernel: str | Calla
                     del _ACTIVE[key]
             for h in handles:
                 h.remove()
+
+
+def _tokens(args, kwargs) -> int | None:
+    """Tokens (batch x positions) of a pass's input, read off input_ids, inputs_embeds or a toy model's first
+    argument (token ids); None when there are none of them (images, say)."""
+    ids = kwargs.get("input_ids")
+    if ids is None:
+        ids = kwargs.get("inputs_embeds")
+    if ids is None and args and hasattr(args[0], "is_floating_point") and not args[0].is_floating_point():
+        ids = args[0]
+    if ids is None or ids.dim() == 0:
+        return None
+    return int(ids.shape[0]) * (int(ids.shape[1]) if ids.dim() >= 2 else 1)
 
 
 def _modules_by_id(catalogue: dict, rec: Recording) -> list:

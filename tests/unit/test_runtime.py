@@ -154,3 +154,35 @@ def test_checkpoint_series_holds_the_lock_around_extract_without_deadlock(tmp_pa
     t.start()
     t.join(60)
     assert runs, "checkpoint_series did not finish within 60 s (deadlock?)"
+
+
+def test_short_passes_run_on_one_thread_and_long_ones_on_all(monkeypatch):
+    """A forward over at most SMALL_TOKENS tokens sees one torch thread inside, a longer one the process's
+    count, and the count is the process's again after either (a hook reads it during the pass)."""
+    from attnviz.models.adapter import run
+
+    monkeypatch.setattr(runtime, "_threads_set", 2)
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        loaded = tiny_loaded("bert")
+        seen = []
+
+        def note(x, point):
+            seen.append(torch.get_num_threads())
+
+        limit = runtime.SMALL_TOKENS
+        # the tiny model takes up to 64 positions: the batch makes up the rest
+        assert limit == 128
+        for batch, length, expected in ((1, 12, 1), (2, 64, 1), (3, 43, 2), (4, 64, 2)):
+            ids = torch.full((batch, length), 1996)
+            seen.clear()
+            run(loaded, {"input_ids": ids}, replace={"blocks.0.hook_resid_pre": note})
+            assert seen == [expected], (batch, length)
+            assert torch.get_num_threads() == 2
+        seen.clear()
+        run(loaded, {"inputs_embeds": torch.zeros(1, 12, loaded.model.config.hidden_size)},
+            replace={"blocks.0.hook_resid_pre": note})
+        assert seen == [1]
+    finally:
+        torch.set_num_threads(before)
