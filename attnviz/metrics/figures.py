@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from attnviz.plotting import attach_numbers, matrix_csv
+from attnviz.plotting import attach_numbers, built, matrix_csv
 from attnviz.units import count_text
 
 # Largest matrix side sent as is; longer inputs are block-averaged down to at most this.
@@ -144,15 +144,14 @@ def token_bars(values: np.ndarray, tokens, *, title: str, ytitle: str, highlight
         colours[np.asarray(special_mask, dtype=bool)] = "#9ecae9"
     if highlight is not None and 0 <= highlight < n:
         colours[highlight] = "#e45756"
-    fig = go.Figure(go.Bar(
+    traces = [go.Bar(
         x=np.arange(n), y=values, marker_color=list(colours),
         customdata=[f"{t} ({i})" for i, t in enumerate(tokens)],
-        hovertemplate="%{customdata}<br>" + ytitle + ": %{y:" + fmt + "}<extra></extra>"))
+        hovertemplate="%{customdata}<br>" + ytitle + ": %{y:" + fmt + "}<extra></extra>")]
     xv, xt = _ticks(tokens, max_ticks=40)
-    fig.update_layout(title=title, height=340, margin=dict(l=60, r=20, t=50, b=90), bargap=0.15,
-                      xaxis=dict(tickmode="array", tickvals=xv, ticktext=xt, tickangle=-60, title="token"),
-                      yaxis=dict(title=ytitle))
-    return fig
+    return built(traces, title=title, height=340, margin=dict(l=60, r=20, t=50, b=90), bargap=0.15,
+                 xaxis=dict(tickmode="array", tickvals=xv, ticktext=xt, tickangle=-60, title="token"),
+                 yaxis=dict(title=ytitle))
 
 
 def grouped_token_bars(series: dict[str, np.ndarray], tokens, *, title: str, ytitle: str,
@@ -161,16 +160,15 @@ def grouped_token_bars(series: dict[str, np.ndarray], tokens, *, title: str, yti
     and flow shares of the same output token."""
     colours = ["#f58518", "#54a24b", "#4c78a8", "#b279a2"]
     labels = [f"{t} ({i})" for i, t in enumerate(tokens)]
-    fig = go.Figure([go.Bar(x=np.arange(len(tokens)), y=np.asarray(v, dtype=float), name=name,
-                            marker_color=colours[k % len(colours)], customdata=labels,
-                            hovertemplate="%{customdata}<br>" + name + ": %{y:" + fmt + "}<extra></extra>")
-                     for k, (name, v) in enumerate(series.items())])
+    traces = [go.Bar(x=np.arange(len(tokens)), y=np.asarray(v, dtype=float), name=name,
+                     marker_color=colours[k % len(colours)], customdata=labels,
+                     hovertemplate="%{customdata}<br>" + name + ": %{y:" + fmt + "}<extra></extra>")
+              for k, (name, v) in enumerate(series.items())]
     xv, xt = _ticks(tokens, max_ticks=40)
-    fig.update_layout(title=title, height=360, margin=dict(l=60, r=20, t=50, b=90), barmode="group",
-                      bargap=0.2, legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1),
-                      xaxis=dict(tickmode="array", tickvals=xv, ticktext=xt, tickangle=-60, title="token"),
-                      yaxis=dict(title=ytitle))
-    return fig
+    return built(traces, title=title, height=360, margin=dict(l=60, r=20, t=50, b=90), barmode="group",
+                 bargap=0.2, legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1),
+                 xaxis=dict(tickmode="array", tickvals=xv, ticktext=xt, tickangle=-60, title="token"),
+                 yaxis=dict(title=ytitle))
 
 
 def role_map(best: np.ndarray, best_score: np.ndarray, scores: np.ndarray, role_labels: list[str], *,
