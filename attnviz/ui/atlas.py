@@ -21,6 +21,7 @@ from attnviz.ui import jobs
 from attnviz.ui.figure import show_figure
 from attnviz.ui.heads import clicked_head
 from attnviz.ui.numbers import number_box
+from attnviz.ui.page import part
 from attnviz.units import count_text
 
 JOB = "at_job"
@@ -207,7 +208,9 @@ def heads_view(atlas) -> None:
                "then offers your text back.")
 
 
+@part
 def pattern_view(atlas) -> None:
+    """A pattern's rank map and table: reruns alone when the pattern changes."""
     c1, c2, c3 = st.columns([2, 2, 2])
     kind = c1.selectbox("Pattern", list(PATTERN_KINDS), format_func=lambda k: PATTERN_KINDS[k].split(":")[0],
                         key="at_kind")

@@ -8,7 +8,8 @@ import pytest
 
 from attnviz.atlas.corpus import default_corpus
 from attnviz.ui.atlas import folder_for
-from tests.browser.helpers import click_marker, exception_texts, plot_z, sidebar_text, url_params, wait_plot
+from tests.browser.helpers import (choose, click_marker, exception_texts, plot_z, sidebar_text, url_params,
+                                   wait_plot)
 from tests.conftest import wait_for_app
 
 pytestmark = pytest.mark.browser
@@ -30,9 +31,16 @@ def test_run_default_corpus_rank_a_pattern_and_open_the_head(page, app_server):
     wait_for_app(page)
     i = wait_plot(page, title="Pattern score · offset -1")
     assert url_params(page).get("at_tab") == "Patterns"  # the open tab goes into the link
+    # another pattern reruns the tab's part alone; the click below then opens a head from the part's figure
+    choose(page, "Pattern", "attend to the first token")
+    first = np.asarray(plot_z(page, wait_plot(page, title="Pattern score · attend to the first token")), dtype=float)
+    choose(page, "Pattern", "attend to the token at a fixed offset (−1 = previous, +1 = next)")
+    i = wait_plot(page, title="Pattern score · offset -1")
+    assert url_params(page).get("at_tab") == "Patterns"
     z = np.asarray(plot_z(page, i), dtype=float)
     layer, head = np.unravel_index(np.nanargmax(z), z.shape)
     assert z[layer, head] > 0.5  # MiniLM has a previous-token head
+    assert first.shape == z.shape and not np.allclose(first, z)  # the two patterns rank the heads differently
     click_marker(page, i, float(head), float(layer))
     deadline = time.time() + 60
     while time.time() < deadline and "/heatmap" not in page.url:

@@ -119,6 +119,25 @@ def test_pattern_scores_equal_a_hand_filter_of_the_stored_pairs(store, minilm):
     assert max(r["score"] for r in nothing) == 0.0
 
 
+def test_a_pattern_is_queried_once_per_view_and_its_answer_copied(store, monkeypatch):
+    """The second rank of a pattern asks DuckDB nothing and gives the same answer; changing an answer changes
+    neither the view's nor a later caller's."""
+    _, atlas = store
+    p = Pattern("first")
+    first = atlas.rank(p)
+    queries = []
+    run = atlas._x
+    monkeypatch.setattr(atlas, "_x", lambda *a, **k: queries.append(a) or run(*a, **k))
+    again = atlas.rank(p)
+    assert again == first and not queries
+    assert atlas.rank(p, top=3) == first[:3] and not queries
+    again[0]["score"] = -1.0
+    again.clear()
+    assert atlas.rank(p) == first
+    atlas.rank(Pattern("first", exclude_first=True))  # another pattern: queried
+    assert queries
+
+
 def test_search_equals_a_hand_filter(store):
     folder, atlas = store
     hits = atlas.search(0, 2, 0.3, "", r"^[a-z]+$")
