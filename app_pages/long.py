@@ -4,7 +4,7 @@ import streamlit as st
 from attnviz.types import Request
 from attnviz.ui.heads import head_picker
 from attnviz.ui.long import inputs, recording, sinks, views
-from attnviz.ui.page import lazy_tabs, stop
+from attnviz.ui.page import lazy_tabs, part, stop
 from attnviz.ui.present import page_intro
 from attnviz.ui.share import bind
 
@@ -47,7 +47,15 @@ views.grid(rec, how, layer_head if None not in layer_head else None)
 
 st.subheader("One head: overview and exact zoom")
 layer, head = head_picker(rec.la.n_layers, rec.la.n_heads, "lg")
-views.head_view(rec, layer, head, how)
+
+
+@part
+def one_head(layer: int, head: int, how: str) -> None:
+    """The head's overview and zoom: a move of the zoom window reruns them alone."""
+    views.head_view(rec, layer, head, how)
+
+
+one_head(layer, head, how)
 
 
 def focus_view() -> None:

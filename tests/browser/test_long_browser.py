@@ -16,6 +16,13 @@ def _zoom(page) -> tuple[np.ndarray, list, list]:
     return np.asarray(data[0], dtype=float), data[1], data[2]
 
 
+def _box(page) -> list:
+    """[x0, x1, y0, y1] of the red box on the open head's overview (the zoom window, keys across, queries down)."""
+    i = wait_plot(page, title="L3 H5 (key head 5), pooled")
+    return page.evaluate("(i) => { const s = document.querySelectorAll('.js-plotly-plot')[i]._fullLayout.shapes[0];"
+                         " return [s.x0, s.x1, s.y0, s.y1]; }", i)
+
+
 def test_record_the_bundled_text_open_a_head_and_zoom(page, app_server, minilm):
     from attnviz.long.record import record
     from attnviz.ui.long.inputs import BUNDLED
@@ -44,10 +51,12 @@ def test_record_the_bundled_text_open_a_head_and_zoom(page, app_server, minilm):
     la = record(minilm, BUNDLED.read_text(encoding="utf-8"), max_tokens=512)
     np.testing.assert_allclose(z, la.window(3, 5, 300, 332, 280, 312), atol=1e-6)
     assert x[0].startswith("280 ") and y[0].startswith("300 ")
+    assert _box(page) == [279.5, 311.5, 299.5, 331.5]
     set_number(page, "Key start", 0)  # the zoom moves: recomputed at full resolution
     z, x, _ = _zoom(page)
     assert x[0].startswith("0 ")
     np.testing.assert_allclose(z, la.window(3, 5, 300, 332, 0, 32), atol=1e-6)
+    assert _box(page) == [-0.5, 31.5, 299.5, 331.5]  # the overview's red box moved with it (rerun with the zoom)
     # the views below are tabs: only the open one is drawn, and it goes into the link
     assert page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot')].filter(e => "
                          "(e._fullLayout.title.text || '').includes('Attention vs distance')).length") == 0
