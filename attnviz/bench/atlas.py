@@ -6,7 +6,8 @@ atlas_ratio            the same corpus run inline (model loaded, one process) ov
                        same sentences in the same process: what the statistics, pairs, JS sums, syntax and the
                        Parquet store add (goal <= 1.3)
 atlas_rank_ms, atlas_search_ms, atlas_query_ms
-                       a pattern ranking (offset -1 over all heads) and a corpus search (one head, weight > 0.3,
+                       a pattern ranking (offset -1, -2, -3 over all heads: each one not ranked before, since the
+                       view keeps its answers) and a corpus search (one head, weight > 0.3,
                        regex on the key) over 10,000 stored sentences on an open store (as the app keeps it),
                        median of 3; atlas_query_ms is the slower of the two (goal <= 1,000 ms);
                        atlas_open_ms: opening the store (DuckDB views over its files, sizes read), once per server. The 10,000-sentence store is the default corpus's stored records repeated
@@ -83,7 +84,8 @@ def figures(quick: bool = False) -> dict[str, float]:
         t0 = time.perf_counter()
         with Atlas(tmp / "big") as atlas:
             opened = (time.perf_counter() - t0) * 1e3
-            rank = _median_ms(lambda a: a.rank(Pattern("offset", offset=-1)), atlas)
+            offsets = iter(range(-1, -100, -1))  # a pattern not ranked before each time: the view keeps answers
+            rank = _median_ms(lambda a: a.rank(Pattern("offset", offset=next(offsets))), atlas)
             search = _median_ms(lambda a: a.search(0, 2, 0.3, "", r"^[a-z]+$"), atlas)
     return {"atlas_sentences_per_s": len(corpus) / embedded, "atlas_ratio": inline / bare,
             "atlas_rank_ms": rank, "atlas_search_ms": search, "atlas_query_ms": max(rank, search),
