@@ -7,7 +7,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from attnviz.lab.matrix_text import format_number
-from attnviz.plotting import cell_colours, readable_ink
+from attnviz.plotting import built, cell_colours, readable_ink
 
 TEXT_LIMIT = 14  # print numbers in the cells only up to this many rows and columns
 FONT = 15  # base font size: readable from the back of a lecture room
@@ -56,17 +56,15 @@ def matrix_heatmap(m: np.ndarray, rows: Sequence[str] | None = None, cols: Seque
             x=jj.ravel().tolist(), y=ii.ravel().tolist(), mode="text", text=[t for row in text for t in row],
             textfont={"size": FONT if max(n_r, n_c) <= 6 else FONT - 3, "color": ink}, hoverinfo="skip",
             showlegend=False, name="cell values"))
-    # the layout given with the traces: plotly's update_layout on a built figure takes its batch relayout, which
-    # costs about three times as long as the whole figure built this way
-    return go.Figure(traces, layout=dict(
-        title={"text": title, "font": {"size": FONT + 1}}, height=height or max(190, 110 + 46 * n_r),
+    return built(
+        traces, title={"text": title, "font": {"size": FONT + 1}}, height=height or max(190, 110 + 46 * n_r),
         margin={"l": 10, "r": 10, "t": (50 if max(len(c) for c in cols) <= 6 else 75) if title else 30, "b": 10}, font={"size": FONT - 2},
         # fixed ranges: the cells exactly, whatever the text layer's points would add to an automatic range
         xaxis={"tickvals": list(range(n_c)), "ticktext": cols, "side": "top", "title": col_title, "showgrid": False,
                "range": [-0.5, n_c - 0.5], "zeroline": False},
         yaxis={"tickvals": list(range(n_r)), "ticktext": rows, "range": [n_r - 0.5, -0.5], "title": row_title,
                "showgrid": False, "zeroline": False},
-        plot_bgcolor=PLOT_BG))
+        plot_bgcolor=PLOT_BG)
 
 
 def lines(x: Sequence[float], series: dict[str, Sequence[float]], title: str, x_title: str, y_title: str,
@@ -77,11 +75,11 @@ def lines(x: Sequence[float], series: dict[str, Sequence[float]], title: str, x_
                          line={"color": COLORWAY[i % len(COLORWAY)]},
                          hovertemplate=f"{x_title} = %{{x}}<br>{name}: %{{y:.{hover_digits}f}}<extra></extra>")
               for i, (name, y) in enumerate(series.items())]
-    fig = go.Figure(traces, layout=dict(  # the layout with the traces (see matrix_heatmap)
-        title={"text": title, "font": {"size": FONT}}, height=height, font={"size": FONT - 2},
-        margin={"l": 10, "r": 10, "t": 45, "b": 10}, colorway=COLORWAY, legend={"orientation": "h", "y": -0.25, "x": 0},
-        xaxis={"title": x_title, "type": "log" if log_x else "linear"},
-        yaxis={"title": y_title, "type": "log" if log_y else "linear"}))
+    fig = built(traces, title={"text": title, "font": {"size": FONT}}, height=height, font={"size": FONT - 2},
+                margin={"l": 10, "r": 10, "t": 45, "b": 10}, colorway=COLORWAY,
+                legend={"orientation": "h", "y": -0.25, "x": 0},
+                xaxis={"title": x_title, "type": "log" if log_x else "linear"},
+                yaxis={"title": y_title, "type": "log" if log_y else "linear"})
     if marker_x is not None:
         fig.add_vline(x=marker_x, line_dash="dot", line_color="#888")
     return fig
@@ -94,15 +92,14 @@ def bars(labels: Sequence[str], series: dict[str, Sequence[float]], title: str, 
                      text=[format_number(v, digits) for v in y], textposition="outside", customdata=list(labels),
                      hovertemplate=f"%{{customdata}} · {name}: %{{y:.{digits}f}}<extra></extra>")
               for i, (name, y) in enumerate(series.items())]
-    return go.Figure(traces, layout=dict(  # the layout with the traces (see matrix_heatmap)
-        title={"text": title, "font": {"size": FONT}}, height=height, font={"size": FONT - 2},
-        margin={"l": 10, "r": 10, "t": 45, "b": 10}, barmode="group", colorway=COLORWAY,
-        # a gap between the bars of a group: plotly shrinks each value label to its bar's width, so neighbouring
-        # labels can no longer touch ("3.3673.367")
-        bargroupgap=0.3 if len(series) > 1 else None,
-        showlegend=len(series) > 1, legend={"orientation": "h", "y": -0.2, "x": 0},
-        xaxis={"tickvals": list(range(len(labels))), "ticktext": list(labels)},
-        yaxis={"title": y_title, "range": list(y_range) if y_range else None}))
+    return built(traces, title={"text": title, "font": {"size": FONT}}, height=height, font={"size": FONT - 2},
+                 margin={"l": 10, "r": 10, "t": 45, "b": 10}, barmode="group", colorway=COLORWAY,
+                 # a gap between the bars of a group: plotly shrinks each value label to its bar's width, so
+                 # neighbouring labels can no longer touch ("3.3673.367")
+                 bargroupgap=0.3 if len(series) > 1 else None,
+                 showlegend=len(series) > 1, legend={"orientation": "h", "y": -0.2, "x": 0},
+                 xaxis={"tickvals": list(range(len(labels))), "ticktext": list(labels)},
+                 yaxis={"title": y_title, "range": list(y_range) if y_range else None})
 
 
 HEAD_COLOURS = ["#d1495b", "#2e86ab", "#edae49", "#66a182", "#8d6a9f", "#00798c", "#f4a259", "#5b8e7d"]
@@ -117,21 +114,19 @@ def head_split(d_model: int, n_heads: int) -> go.Figure:
         traces.append(go.Bar(x=[d_head], y=["columns of Q"], base=[lo], orientation="h", name=f"head {i + 1}",
                              marker_color=HEAD_COLOURS[i % len(HEAD_COLOURS)], text=[f"head {i + 1}: {lo}–{hi}"],
                              textposition="inside", hovertemplate=f"head {i + 1}: columns {lo}–{hi}<extra></extra>"))
-    return go.Figure(traces, layout=dict(height=130, showlegend=False, barmode="stack",
-                                         margin={"l": 10, "r": 10, "t": 10, "b": 30}, font={"size": FONT - 2},
-                                         xaxis={"range": [0, d_model], "title": f"d_model = {d_model} columns"}))
+    return built(traces, height=130, showlegend=False, barmode="stack", margin={"l": 10, "r": 10, "t": 10, "b": 30},
+                 font={"size": FONT - 2}, xaxis={"range": [0, d_model], "title": f"d_model = {d_model} columns"})
 
 
 def score_histograms(raw: np.ndarray, d_k: int) -> go.Figure:
     """Overlaid histograms of raw q·k scores and of the same scores divided by √d_k."""
     span = max(4.0, float(np.percentile(np.abs(raw), 99.5)))
     bins = {"start": -span, "end": span, "size": span / 40}
-    return go.Figure(
+    return built(
         [go.Histogram(x=raw, name="q·k (unscaled)", xbins=bins, opacity=0.6, marker_color="#d1495b",
                       hovertemplate="score %{x}<br>count %{y}<extra>unscaled</extra>"),
          go.Histogram(x=raw / np.sqrt(d_k), name="q·k / √d_k", xbins=bins, opacity=0.6, marker_color="#2e86ab",
                       hovertemplate="score %{x}<br>count %{y}<extra>scaled</extra>")],
-        layout=dict(barmode="overlay", height=330, margin={"l": 10, "r": 10, "t": 10, "b": 10},
-                    font={"size": FONT - 2}, xaxis={"title": {"text": "score"}},
-                    yaxis={"title": {"text": f"count of {len(raw)} random pairs"}},
-                    legend={"orientation": "h", "y": 1.12, "x": 0}))
+        barmode="overlay", height=330, margin={"l": 10, "r": 10, "t": 10, "b": 10}, font={"size": FONT - 2},
+        xaxis_title="score", yaxis_title=f"count of {len(raw)} random pairs",
+        legend={"orientation": "h", "y": 1.12, "x": 0})

@@ -31,6 +31,7 @@ def root_px() -> int:
     """The page's root font size in this run (px): Streamlit's, or presentation mode's larger one."""
     return ROOT_PX if presenting() else STREAMLIT_ROOT_PX
 
+
 PRESENTATION_CSS = """
 <style>
 html { font-size: %dpx; }
