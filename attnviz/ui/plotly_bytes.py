@@ -95,6 +95,19 @@ function fullscreen(Plotly, gd) {
           click: () => (document.fullscreenElement === gd ? document.exitFullscreen() : gd.requestFullscreen())};
 }
 
+// the margins plotly worked out for a figure's labels, by what they depend on (marginKey), for this page's life
+const MARGINS = new Map();
+const MARGINS_KEPT = 500;
+
+// What a figure's margins depend on: its width, its layout (the shapes drawn over it aside) and each trace's axes,
+// labels, colour bar and legend entry; not the values it shows.
+function marginKey(layout, data, width) {
+  const {shapes, ...rest} = layout;
+  return JSON.stringify([width, rest, data.map(t => [
+    t.type, t.x, t.y, t.xaxis, t.yaxis, t.orientation, t.colorbar, t.showscale, t.coloraxis,
+    t.marker && [t.marker.colorbar, t.marker.showscale], t.name, t.showlegend, t.legendgroup])]);
+}
+
 function withOverlay(layout, overlay) {
   return [...(layout.shapes || []), ...JSON.parse(overlay)];
 }
@@ -142,13 +155,13 @@ async function draw(gd, spec, parentElement, turn, height) {
   if (layout.title && layout.title.text && !layout.title.text.startsWith('<b>')) {
     layout.title.text = '<b>' + layout.title.text + '</b>';  // in bold, as Streamlit's charts write their titles
   }
-  // the same axes as the chart shows (a new head of the same text): keep the margins plotly worked out for their
-  // labels, so that it draws once instead of drawing, widening the margins and drawing again
-  const axes = JSON.stringify([layout.xaxis, layout.yaxis, layout.title, layout.height, layout.margin,
-                               spec.figure.data.map(t => [t.x, t.y, t.colorbar])]);
-  if (gd.__attnvizAxes === axes && gd._fullLayout && gd._fullLayout._size) {
-    const m = gd._fullLayout._size;
-    layout.margin = {...(layout.margin || {}), l: m.l, r: m.r, t: m.t, b: m.b};
+  // A figure laid out before at this width (another head of the same text, a slide shown again, a lens switched
+  // back): its margins are the ones plotly worked out for its labels then, so it draws once instead of drawing,
+  // widening the margins and drawing again.
+  const marginsKey = marginKey(layout, spec.figure.data, parentElement.clientWidth);
+  const known = MARGINS.get(marginsKey);
+  if (known) {
+    layout.margin = {...(layout.margin || {}), ...known};
     layout.xaxis = {...layout.xaxis, automargin: false};
     layout.yaxis = {...layout.yaxis, automargin: false};
   }
@@ -176,7 +189,11 @@ async function draw(gd, spec, parentElement, turn, height) {
   gd.__attnvizBase = {shapes: layout.shapes || []};
   layout.shapes = withOverlay(layout, spec.overlay);
   await Plotly.react(gd, spec.figure.data, layout, config);
-  gd.__attnvizAxes = axes;
+  if (!known && gd._fullLayout && gd._fullLayout._size) {
+    const m = gd._fullLayout._size;
+    MARGINS.set(marginsKey, {l: m.l, r: m.r, t: m.t, b: m.b});
+    if (MARGINS.size > MARGINS_KEPT) MARGINS.delete(MARGINS.keys().next().value);  // the oldest
+  }
   gd.__attnvizOverlay = spec.overlay;
   gd.dataset.digest = spec.digest;
   if (spec.clicks && !gd.__attnvizClicks) {  // a click on a point reports its customdata, as a trigger value

@@ -1,9 +1,9 @@
 """A figure drawn in place (ui.plotly_bytes) looks as st.plotly_chart draws the same kind of figure: the same bar
 chart (figures.token_bars) drawn by Streamlit on the Entropy page and in place on the Rollout page, and a heatmap's
-colour bar."""
+colour bar; a figure shown again is drawn once, with the margins plotly worked out for it the first time."""
 from __future__ import annotations
 
-from tests.browser.helpers import open_path
+from tests.browser.helpers import nav_to, open_path
 
 # what Streamlit's theme decides for a chart, as plotly.js resolved it
 LOOK = """(sel) => { const gd = document.querySelector(sel + ' .js-plotly-plot'); const L = gd._fullLayout;
@@ -65,3 +65,32 @@ def test_a_slide_draws_its_figures_in_place_except_those_it_reads_clicks_from(pa
     assert (page.evaluate(KIND, ".st-key-en_bars"), page.evaluate(KIND, ".st-key-en_grid")) == ("in place", "streamlit")
     open_path(page, app_server, "/entropy?model_choice=minilm&lens=weights")
     assert (page.evaluate(KIND, ".st-key-en_bars"), page.evaluate(KIND, ".st-key-en_grid")) == ("streamlit", "streamlit")
+
+
+# the margins plotly drew a figure with, and whether it was given them (its axes' automargin off) or worked them out
+MARGINS = """(sel) => { const gd = document.querySelector(sel + ' .js-plotly-plot'), s = gd._fullLayout._size;
+  return {given: gd.layout.xaxis.automargin === false && gd.layout.yaxis.automargin === false,
+          size: [s.l, s.r, s.t, s.b, s.w, s.h], asked: [gd.layout.margin.l, gd.layout.margin.b]}; }"""
+
+
+def test_a_figure_shown_again_is_drawn_with_the_margins_plotly_worked_out_for_it(page, app_server):
+    """The Rollout page's in-place figures, first drawn with plotly's automatic margins (it widens them for the
+    labels, then draws again), come back after another page with those margins given: the same plot area, one draw.
+    A new page load starts without them and works out the same margins again."""
+    boxes = (".st-key-ro_raw", ".st-key-ro_bars")
+    open_path(page, app_server, "/rollout?model_choice=minilm&lens=weights&ro_layer=1")
+    first = {b: page.evaluate(MARGINS, b) for b in boxes}
+    assert not any(f["given"] for f in first.values())
+    # plotly widened the margins the figure asked for, to fit its labels
+    assert all(f["size"][0] > f["asked"][0] or f["size"][3] > f["asked"][1] for f in first.values()), first
+    nav_to(page, "Entropy")
+    nav_to(page, "Rollout")
+    page.wait_for_function("(b) => b.every(s => document.querySelector(s + ' .js-plotly-plot')?._fullLayout)",
+                           arg=list(boxes))
+    again = {b: page.evaluate(MARGINS, b) for b in boxes}
+    assert all(a["given"] for a in again.values())
+    assert {b: a["size"] for b, a in again.items()} == {b: f["size"] for b, f in first.items()}
+    open_path(page, app_server, "/rollout?model_choice=minilm&lens=weights&ro_layer=1")
+    fresh = {b: page.evaluate(MARGINS, b) for b in boxes}
+    assert not any(f["given"] for f in fresh.values())
+    assert {b: f["size"] for b, f in fresh.items()} == {b: f["size"] for b, f in first.items()}
