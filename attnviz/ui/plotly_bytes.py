@@ -99,10 +99,11 @@ function fullscreen(Plotly, gd) {
 const MARGINS = new Map();
 const MARGINS_KEPT = 500;
 
-// What a figure's margins depend on: its width, its layout (the shapes drawn over it aside, and its title unless
-// the title may push the margins) and each trace's axes, labels, colour bar and legend entry; not the values it shows.
+// What a figure's margins depend on: its width, its layout (aside from the shapes and pictures drawn over it, which
+// push no margin, and its title unless it may) and each trace's axes, labels, colour bar and legend entry; not the
+// values it shows.
 function marginKey(layout, data, width) {
-  const {shapes, title, ...rest} = layout;
+  const {shapes, images, title, ...rest} = layout;
   return JSON.stringify([width, rest, title && title.automargin ? title : null, data.map(t => [
     t.type, t.x, t.y, t.xaxis, t.yaxis, t.orientation, t.colorbar, t.showscale, t.coloraxis,
     t.marker && [t.marker.colorbar, t.marker.showscale], t.name, t.showlegend, t.legendgroup])]);
