@@ -285,9 +285,11 @@ class Recording:
 
         n_heads = query.shape[1]
         key, value = repeat_kv(key, n_heads), repeat_kv(value, n_heads)
-        scores = torch.matmul(query, key.transpose(2, 3)) * scaling  # (B, H, T_q, T_k)
-        if mask is not None:
-            scores = scores.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else scores + mask
+        scores = torch.matmul(query, key.transpose(2, 3)).mul_(scaling)  # (B, H, T_q, T_k); in place: no new block
+        if mask is not None and mask.dtype == torch.bool:
+            scores.masked_fill_(~mask, float("-inf"))
+        elif mask is not None:
+            scores.add_(mask)
         torch.softmax(scores, dim=-1, out=into)
         return torch.matmul(into, value).transpose(1, 2).contiguous(), into  # (B, T_q, H, d)
 
