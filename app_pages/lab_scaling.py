@@ -9,7 +9,7 @@ from attnviz.ui.lab import keep_choice, lab_header, lecture_nav, stop_page
 from attnviz.ui.page import part
 from attnviz.ui.figure import show_figure
 from attnviz.ui.share import bind
-from attnviz.ui.cache import scaling_samples, scaling_sweep
+from attnviz.ui.cache import figure, scaling_samples, scaling_sweep
 from attnviz.units import count_text
 
 bind({"scaling_dk": int, "scaling_nkeys": int})
@@ -46,7 +46,7 @@ def lab() -> None:
     st.subheader(f"Spread of q·k at d_k = {d_k}")
     left, right = st.columns([3, 2])
     with left:
-        show_figure(score_histograms(raw, d_k), key="scaling_hist", toolbar=False)
+        show_figure(figure(score_histograms, raw, d_k), key="scaling_hist", toolbar=False)
     with right:
         st.markdown(f"""
     | at d_k = {d_k} | unscaled | ÷ √d_k |
@@ -64,15 +64,15 @@ def lab() -> None:
     xs = [r.d_k for r in sweep]
     a, b, c = st.columns(3)
     with a:
-        show_figure(lines(xs, {"unscaled": [r.max_weight_raw for r in sweep], "÷ √d_k": [r.max_weight_scaled for r in sweep]},
+        show_figure(figure(lines, xs, {"unscaled": [r.max_weight_raw for r in sweep], "÷ √d_k": [r.max_weight_scaled for r in sweep]},
                           "Largest weight (1 = one-hot)", "d_k", "mean max weight", log_x=True, marker_x=d_k),
                     key="scaling_fig_max", toolbar=False)
     with b:
-        show_figure(lines(xs, {"unscaled": [r.entropy_raw for r in sweep], "÷ √d_k": [r.entropy_scaled for r in sweep]},
+        show_figure(figure(lines, xs, {"unscaled": [r.entropy_raw for r in sweep], "÷ √d_k": [r.entropy_scaled for r in sweep]},
                           f"Entropy (ln {n_keys} = {np.log(n_keys):.2f} is uniform)", "d_k", "nats", log_x=True,
                           marker_x=d_k), key="scaling_fig_entropy", toolbar=False)
     with c:
-        show_figure(lines(xs, {"unscaled": [r.grad_raw for r in sweep], "÷ √d_k": [r.grad_scaled for r in sweep]},
+        show_figure(figure(lines, xs, {"unscaled": [r.grad_raw for r in sweep], "÷ √d_k": [r.grad_scaled for r in sweep]},
                           "Gradient size", "d_k", "‖Jacobian‖", log_x=True, marker_x=d_k), key="scaling_fig_grad", toolbar=False)
     st.markdown("""
     Without scaling, the largest weight creeps towards 1, the entropy towards 0 and the gradient towards 0 as

@@ -10,6 +10,7 @@ from attnviz.lab.figures import matrix_heatmap
 from attnviz.lab.matrix_text import format_number
 from attnviz.ui.lab import keep_choice, lab_header, lecture_nav, matrix_input, reset_button, stop_page
 from attnviz.ui.page import part
+from attnviz.ui.cache import figure
 from attnviz.ui.figure import show_figure
 from attnviz.ui.share import bind
 
@@ -63,21 +64,21 @@ def lab() -> None:
     with left:
         st.subheader("Step 1 · Scores Q Kᵀ")
         st.markdown("Entry (i, j) is the dot product of query i with key j: how well they match.")
-        show_figure(matrix_heatmap(s.scores, qs, ks, colorscale="Greys", digits=4), key="steps_fig_scores", toolbar=False)
+        show_figure(figure(matrix_heatmap, s.scores, qs, ks, colorscale="Greys", digits=4), key="steps_fig_scores", toolbar=False)
     with right:
         st.subheader(f"Step 2 · Divide by √{s.d_k} = {format_number(s.divisor)}" if scale else "Step 2 · (scaling off)")
         st.markdown("Scaling keeps the scores near unit size whatever d_k is (page 2 shows why that matters).")
-        show_figure(matrix_heatmap(s.scaled, qs, ks, colorscale="Greys", digits=4), key="steps_fig_scaled", toolbar=False)
+        show_figure(figure(matrix_heatmap, s.scaled, qs, ks, colorscale="Greys", digits=4), key="steps_fig_scaled", toolbar=False)
 
     left, right = st.columns(2)
     with left:
         st.subheader("Step 3 · Softmax of each row")
         st.markdown("Each row is exponentiated and divided by its sum, so it is a probability distribution over the keys.")
-        show_figure(matrix_heatmap(s.weights, qs, ks, zmin=0, zmax=1, digits=4), key="steps_fig_weights", toolbar=False)
+        show_figure(figure(matrix_heatmap, s.weights, qs, ks, zmin=0, zmax=1, digits=4), key="steps_fig_weights", toolbar=False)
     with right:
         st.subheader("Step 4 · Weights × V")
         st.markdown("Each output row mixes the value rows with that query's weights.")
-        show_figure(matrix_heatmap(s.output, qs, dims, colorscale="Greens", digits=4), key="steps_fig_output", toolbar=False)
+        show_figure(figure(matrix_heatmap, s.output, qs, dims, colorscale="Greens", digits=4), key="steps_fig_output", toolbar=False)
 
     st.subheader("Check a row by hand")
     st.markdown("Hand calculations of a softmax are easy to get wrong. Two checks catch most slips: "

@@ -9,6 +9,7 @@ from attnviz.lab import worked_example as ex
 from attnviz.lab.figures import bars, lines, matrix_heatmap
 from attnviz.lab.matrix_text import format_number
 from attnviz.ui.lab import keep_choice, lab_header, lecture_nav, matrix_editor, reset_button, stop_page
+from attnviz.ui.cache import figure
 from attnviz.ui.figure import show_figure
 from attnviz.ui.page import part
 from attnviz.ui.share import bind
@@ -75,12 +76,12 @@ def lab() -> None:
     ks = [f"key {j + 1}" for j in range(k.shape[0])]
     left, right = st.columns(2)
     with left:
-        show_figure(matrix_heatmap(s.weights, qs, ks, title=f"Weights at T = {format_number(T, 3)}", zmin=0, zmax=1),
+        show_figure(figure(matrix_heatmap, s.weights, qs, ks, title=f"Weights at T = {format_number(T, 3)}", zmin=0, zmax=1),
                     key="temp_fig_weights", toolbar=False, in_place=True)
     with right:
         hard = (s1.scaled == s1.scaled.max(axis=1, keepdims=True)).astype(float)
         hard = hard / hard.sum(axis=1, keepdims=True)
-        show_figure(matrix_heatmap(hard, qs, ks, title="The T → 0 limit: hard lookup (ties share)", zmin=0, zmax=1),
+        show_figure(figure(matrix_heatmap, hard, qs, ks, title="The T → 0 limit: hard lookup (ties share)", zmin=0, zmax=1),
                     key="temp_fig_hard", toolbar=False, in_place=True)
     gap = np.abs(s.weights - hard).max()
     tied = [qs[i] for i in range(q.shape[0]) if (hard[i] > 0).sum() > 1]
@@ -94,7 +95,7 @@ def lab() -> None:
     r = st.selectbox("Follow one query across temperatures", range(q.shape[0]), format_func=lambda i: qs[i],
                      key="temp_row")
     curve = lk.weights_vs_temperature(s1.scaled[r], GRID)
-    show_figure(lines(GRID, {ks[j]: curve[:, j] for j in range(curve.shape[1])},
+    show_figure(figure(lines, GRID, {ks[j]: curve[:, j] for j in range(curve.shape[1])},
                       f"Weights of {qs[r]} as T changes (dotted line: the current T)", "T", "weight",
                       log_x=True, marker_x=T), key="temp_fig_curve", toolbar=False, in_place=True)
 
@@ -113,7 +114,7 @@ dictionary answers with one animal, attention with a blend that turns into that 
     res = lk.soft_lookup(np.array(query), temperature=T)
     left, right = st.columns([3, 2])
     with left:
-        show_figure(bars(list(lk.ENTRIES), {"weight": res.weights}, f"Attention weights over the dictionary, T = {format_number(T, 3)}",
+        show_figure(figure(bars, list(lk.ENTRIES), {"weight": res.weights}, f"Attention weights over the dictionary, T = {format_number(T, 3)}",
                          "weight", y_range=(0, 1.15)), key="temp_fig_lookup", toolbar=False, in_place=True)
     with right:
         st.metric("Attention returns (weighted lifespan)", f"{res.soft_value:.2f} years")

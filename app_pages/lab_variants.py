@@ -8,6 +8,7 @@ from attnviz.lab.figures import matrix_heatmap
 from attnviz.lab.multihead import multi_head_attention, random_params, token_embeddings
 from attnviz.ui.lab import keep_text, lab_header, lecture_nav, matrix_input, stop_page
 from attnviz.ui.page import part
+from attnviz.ui.cache import figure
 from attnviz.ui.figure import show_figure
 from attnviz.ui.numbers import number_box
 from attnviz.ui.share import bind
@@ -54,7 +55,7 @@ def lab() -> None:
                 st.warning(str(e))
                 w = None
             if w is not None:
-                show_figure(matrix_heatmap(w, tgt, src, title=va.LABELS[variant].split(":")[0], zmin=0, zmax=1, digits=3),
+                show_figure(figure(matrix_heatmap, w, tgt, src, title=va.LABELS[variant].split(":")[0], zmin=0, zmax=1, digits=3),
                             key=f"var_fig_{variant}", toolbar=False)
                 st.caption(va.LABELS[variant].split(": ")[1])
         rows.append({"score": va.LABELS[variant], "learned parameters": va.n_params(variant, d_s, d_h, int(d_a)),
@@ -96,7 +97,7 @@ def lab() -> None:
     ]
     for col, (title, w, r, c) in zip(st.columns(3), panels):
         with col:
-            show_figure(matrix_heatmap(w, r, c, title=title, zmin=0, zmax=1, digits=2, show_text=max(len(r), len(c)) <= 6),
+            show_figure(figure(matrix_heatmap, w, r, c, title=title, zmin=0, zmax=1, digits=2, show_text=max(len(r), len(c)) <= 6),
                         key=f"var_fig_{title.split()[0].lower()}", toolbar=False)
     st.caption("One random head (seeded); rows are queries, columns keys. Note the shapes: self and causal are square, "
                "cross is target length × source length, and causal is zero above the diagonal.")

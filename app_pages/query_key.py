@@ -8,7 +8,7 @@ from attnviz.query_key.figures import (PRODUCT_SCALE, VECTOR_SCALE, dimension_ba
 from attnviz.query_key.qk import query_row, top_keys
 from attnviz.ui import metrics as aw
 from attnviz.ui.figure import show_figure
-from attnviz.ui.cache import get_query_key
+from attnviz.ui.cache import figure, get_query_key
 from attnviz.ui.heads import head_picker
 from attnviz.ui.share import bind
 from attnviz.ui.present import page_intro
@@ -76,14 +76,14 @@ st.caption(f"Layer {layer}, head {head}, query '{tokens[query]}' (position {quer
 
 left, right = st.columns(2)
 with left:
-    show_figure(score_bars(row, tokens, title=f"Scores q·k × {row.scaling:.3g} for '{tokens[query]}' ({query})"),
-                key="qk_scores")
+    show_figure(figure(score_bars, row, tokens,
+                       title=f"Scores q·k × {row.scaling:.3g} for '{tokens[query]}' ({query})"), key="qk_scores")
     st.caption("One bar per key: the dot product of this query with that key, times the scaling factor. Only the "
                "differences between scores matter: adding the same number to all of them leaves the softmax "
                "unchanged.")
 with right:
-    show_figure(softmax_bars(row, tokens, title=f"Softmax of the scores = attention row of '{tokens[query]}' "
-                                                f"({query})"), key="qk_softmax")
+    show_figure(figure(softmax_bars, row, tokens,
+                       title=f"Softmax of the scores = attention row of '{tokens[query]}' ({query})"), key="qk_softmax")
     st.caption("exp(score) divided by the sum over the visible keys. This is exactly the row the heatmap page "
                f"draws for layer {layer}, head {head} (largest difference {row.max_error:.1e}). Orange: the query "
                "itself" + ("; grey: keys a causal model may not see." if qk.causal else "."))
@@ -106,20 +106,22 @@ if len(shown) < len(visible):
     st.caption(f"Showing the **{len(shown)} of {len(visible)}** visible keys with the largest {RANKS[rank]}, "
                "in text order (rows are labelled position: token).")
 
-show_figure(query_strip(qk.query[layer, head, query], tokens[query],
-                        title=f"Query vector q of '{tokens[query]}' ({query}), layer {layer}, head {head}"),
+show_figure(figure(query_strip, qk.query[layer, head, query], tokens[query],
+                   title=f"Query vector q of '{tokens[query]}' ({query}), layer {layer}, head {head}"),
             key="qk_q")
 m1, m2 = st.columns(2)
 with m1:
-    show_figure(key_matrix(qk.key[layer, head, shown], shown, tokens, title="Key vectors k_j", what="key token",
-                           colorscale=VECTOR_SCALE, colorbar="k_jd", hover="k_jd = %{z:.4f}"), key="qk_keys")
+    show_figure(figure(key_matrix, qk.key[layer, head, shown], shown, tokens, title="Key vectors k_j",
+                       what="key token", colorscale=VECTOR_SCALE, colorbar="k_jd", hover="k_jd = %{z:.4f}"),
+                key="qk_keys")
     st.caption("Each row is one key's vector in this head. On its own it says little: what counts is how it lines "
                "up with q above.")
 with m2:
-    show_figure(key_matrix(row.products[shown], shown, tokens, title="Products q_d · k_jd (each row sums to q·k_j)",
-                           what="key token", colorscale=PRODUCT_SCALE, colorbar="q_d·k_jd",
-                           hover="q_d·k_jd = %{z:.4f}<br>row sum q·k_j = %{customdata[1]:.4f}",
-                           extra=row.dots[shown]), key="qk_products")
+    show_figure(figure(key_matrix, row.products[shown], shown, tokens,
+                       title="Products q_d · k_jd (each row sums to q·k_j)", what="key token",
+                       colorscale=PRODUCT_SCALE, colorbar="q_d·k_jd",
+                       hover="q_d·k_jd = %{z:.4f}<br>row sum q·k_j = %{customdata[1]:.4f}",
+                       extra=row.dots[shown]), key="qk_products")
     st.caption("Red: q and k have the same sign in that dimension, raising the score; blue: opposite signs, "
                "lowering it. Often a few dimensions with large q and k values carry most of the score (bright "
                "columns); they are the features this head matches on. A column bright for every key shifts all "
@@ -134,8 +136,9 @@ key_j = k1.selectbox("Key token", visible.tolist(), key="qk_key", format_func=la
 st.session_state.setdefault("qk_sort", True)
 sort = k2.toggle("Sort dimensions by contribution", key="qk_sort")
 contrib = row.products[key_j]
-show_figure(dimension_bars(contrib, sort=sort, title=f"q_d · k_d for query '{tokens[query]}' ({query}) and key "
-                                                     f"'{tokens[key_j]}' ({key_j})"), key="qk_dims")
+show_figure(figure(dimension_bars, contrib, sort=sort,
+                   title=f"q_d · k_d for query '{tokens[query]}' ({query}) and key '{tokens[key_j]}' ({key_j})"),
+            key="qk_dims")
 up, down = contrib[contrib > 0].sum(), contrib[contrib < 0].sum()
 st.caption(f"Positive bars push the score of **{tokens[key_j]}** up (sum {up:+.3f}), negative bars push it down "
            f"(sum {down:+.3f}). Together q·k = {row.dots[key_j]:+.4f}; times {row.scaling:.4g} gives the score "

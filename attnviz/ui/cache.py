@@ -245,7 +245,7 @@ def _list_key(items: list):
     return tuple(items)
 
 
-@st.cache_resource(max_entries=48, show_spinner=False, hash_funcs={np.ndarray: _array_key, list: _list_key})
+@st.cache_resource(max_entries=96, show_spinner=False, hash_funcs={np.ndarray: _array_key, list: _list_key})
 def _shared_figure(name: str, _build, args: tuple, kwargs: dict):
     from attnviz.plotting import no_si_prefixes
 

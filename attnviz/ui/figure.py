@@ -104,6 +104,19 @@ def present_figure(fig):
     return copy_figure(fig, d)
 
 
+def presented(fig):
+    """present_figure(fig); a shared figure (ui.cache.figure) keeps its enlarged copy, shared and read-only as well,
+    so a slide shown again (or to a whole class) neither enlarges nor serialises it again."""
+    if not getattr(fig, "_attnviz_shared", False):
+        return present_figure(fig)
+    kept = getattr(fig, "_attnviz_presented", None)
+    if kept is None:
+        kept = present_figure(fig)
+        kept._attnviz_shared = True
+        fig._attnviz_presented = kept
+    return kept
+
+
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "figure"
 
@@ -220,7 +233,7 @@ def show_figure(fig, key: str | None = None, *, name: str | None = None, exports
     if not getattr(fig, "_attnviz_shared", False):  # from ui.cache.figure: already without SI prefixes, read-only
         no_si_prefixes(fig)  # weights as 0.0001 or 1e-04, never plotly's default "100µ"
     if presenting():
-        fig = present_figure(fig)
+        fig = presented(fig)
     config = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "filename": name, "scale": 2}}
     if not toolbar:
         config["displayModeBar"] = False

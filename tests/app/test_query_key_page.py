@@ -100,3 +100,22 @@ def test_t5_folder_gives_the_plain_message(tmp_path):
     text = " ".join(w.value for w in at.warning)
     assert "plain scaled dot products" in text and "'t5'" in text
     assert not at.get("plotly_chart")
+
+
+def test_a_view_shown_again_reuses_its_figures_and_another_query_gets_its_own(result):
+    """The page's figures are shared (ui.cache.figure): the same view again (a slide shown again, another visitor of
+    the same link) builds none of them; another query token builds those that show it."""
+    at = open_page(PAGE, text=TEXT, layer=0, head=0)
+
+    def shown():
+        return {k: v[1] for k, v in at.session_state["_page_figures"].items()}
+
+    first = shown()
+    assert set(first) == {"qk_scores", "qk_softmax", "qk_q", "qk_keys", "qk_products", "qk_dims"}
+    at.run()
+    assert not at.exception
+    assert all(fig is first[k] for k, fig in shown().items())
+    at.selectbox(key="qk_query").set_value(3).run()
+    moved = shown()
+    assert all(moved[k] is not first[k] for k in ("qk_scores", "qk_softmax", "qk_q", "qk_products", "qk_dims"))
+    np.testing.assert_allclose(_softmax_y(at), result.attention[0, 0, 3], atol=1e-5)

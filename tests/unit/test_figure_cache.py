@@ -82,6 +82,13 @@ def test_a_figure_is_built_once_per_input_shared_and_never_changed_by_presentati
 
     spec = json.loads(at.get("plotly_chart")[0].proto.spec)  # what the browser got: the enlarged copy
     assert spec["layout"]["font"]["size"] == PRESENT_FONT
+    # the enlarged copy is kept with the shared figure, shared and read-only too: shown again, it is not made again
+    kept = first._attnviz_presented
+    assert kept._attnviz_shared and kept is not first and kept.layout.font.size == PRESENT_FONT
+    at.run()
+    assert not at.exception
+    assert first._attnviz_presented is kept and len(at.session_state["calls"]) == 1
+    assert json.loads(at.get("plotly_chart")[0].proto.spec) == spec
 
     at.session_state["scale"] = 0.5  # other numbers: another figure
     at.run()
