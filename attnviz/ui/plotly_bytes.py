@@ -95,18 +95,31 @@ function fullscreen(Plotly, gd) {
           click: () => (document.fullscreenElement === gd ? document.exitFullscreen() : gd.requestFullscreen())};
 }
 
-// the margins plotly worked out for a figure's labels, by what they depend on (marginKey), for this page's life
+// the margins plotly worked out for a figure's labels, by a digest of what they depend on (marginKey), for this
+// page's life
 const MARGINS = new Map();
 const MARGINS_KEPT = 500;
+
+// A short name for a long text: two 32-bit multiplicative hashes of its characters and its length (a long input's
+// labels make a description of hundreds of kilobytes, which the page need not keep).
+function digest(text) {
+  let a = 0x811c9dc5, b = 0x9747b28c;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    a = Math.imul(a ^ c, 16777619);
+    b = Math.imul(b ^ c, 2246822519);
+  }
+  return (a >>> 0).toString(36) + ':' + (b >>> 0).toString(36) + ':' + text.length;
+}
 
 // What a figure's margins depend on: its width, its layout (aside from the shapes and pictures drawn over it, which
 // push no margin, and its title unless it may) and each trace's axes, labels, colour bar and legend entry; not the
 // values it shows.
 function marginKey(layout, data, width) {
   const {shapes, images, title, ...rest} = layout;
-  return JSON.stringify([width, rest, title && title.automargin ? title : null, data.map(t => [
+  return digest(JSON.stringify([width, rest, title && title.automargin ? title : null, data.map(t => [
     t.type, t.x, t.y, t.xaxis, t.yaxis, t.orientation, t.colorbar, t.showscale, t.coloraxis,
-    t.marker && [t.marker.colorbar, t.marker.showscale], t.name, t.showlegend, t.legendgroup])]);
+    t.marker && [t.marker.colorbar, t.marker.showscale], t.name, t.showlegend, t.legendgroup])]));
 }
 
 function withOverlay(layout, overlay) {
