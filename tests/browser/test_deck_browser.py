@@ -162,11 +162,18 @@ def test_add_this_view_from_the_sidebar(page, app_server):
     box = page.locator('[data-testid="stSidebar"] [data-testid="stExpander"]', has_text="Add this view to the deck")
     box.first.click()
     box.first.get_by_label("Slide title").fill("Focused heads")
+    # the confirmation is shown for one run only (a later run may take it away before a poll would see it): the page
+    # notes whether it ever appeared
+    page.evaluate("""() => { window.__added = false;
+      const seen = new MutationObserver(() => {
+        if (document.body.textContent.includes('Added slide 1: Focused heads')) { window.__added = true; seen.disconnect(); }
+      });
+      seen.observe(document.body, {childList: true, subtree: true, characterData: true}); }""")
     box.first.get_by_role("button", name="Add this view").click()
     time.sleep(0.5)
     wait_for_app(page)
-    page.get_by_text("Added slide 1: Focused heads").first.wait_for(timeout=60_000)
     page.get_by_text("The deck has 1 slide:").first.wait_for(timeout=60_000)
+    page.wait_for_function("() => window.__added", timeout=60_000)
 
 
 def _choose(page, label: str, option: str) -> None:
