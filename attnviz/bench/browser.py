@@ -70,6 +70,23 @@ _STATE_JS = """(sel) => {
   return [busy, n + ':' + sum, now, input];
 }"""
 
+# Waits in the page until it is idle with the figure under `sel` other than `before` and that state has held for
+# `confirm` ms (checked every 20 ms, as _STATE_JS reads it); answers [the page's time when that state began, the
+# armed input's time or null, the page's time now], or null after `timeout` ms.
+_SETTLE_JS = """async ([sel, before, confirm, timeout]) => {
+  const state = """ + _STATE_JS + """;
+  const start = performance.now();
+  let since = null, seen = null;
+  while (performance.now() - start < timeout) {
+    const [busy, fp, now, input] = state(sel);
+    if (busy || fp === null || fp === before) since = null;
+    else if (since === null || fp !== seen) { since = now; seen = fp; }
+    else if (now - since >= confirm) return [since, input, performance.now()];
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  return null;
+}"""
+
 # In every document of the page: the time (performance.now()) of the first pointer press or key press (a modifier
 # key alone aside) after the bench arms it, so that an interaction is timed from the moment the page received it.
 _INPUT_JS = """(() => {
@@ -158,24 +175,32 @@ class Browser:
         """Seconds until the page was idle with the figure under `sel` other than `before`, that state then held
         for `confirm` seconds: from the page's input event when one was armed and seen (measure), else from t0.
 
-        The input's time and the settled state's are both read on the page's clock, so that what Playwright does
-        before it presses (finding the element, waiting for it to hold still, scrolling it into view: 25-175 ms
-        here) is not counted; a page that loaded a new document in between (no input recorded in it) falls back
-        to this process's clock from t0."""
+        The page watches itself (_SETTLE_JS, every 20 ms) and answers once: asking it from here every 20 ms took
+        about a fifth of a core (Chromium, Playwright's driver and this process), which the app's server and
+        the page then lacked on a two-core machine. The input's time and the settled state's are both read on the
+        page's clock, so that what Playwright does before it presses (finding the element, waiting for it to
+        hold still, scrolling it into view: 25-175 ms here) is not counted; a page that loaded a new document in
+        between (no input recorded in it) falls back to this process's clock from t0."""
+        from playwright.sync_api import Error as PlaywrightError
+
         deadline = t0 + timeout
-        since = None
-        while time.perf_counter() < deadline:
-            busy, fp, page_now, page_input = self.state(sel)
+        while True:
+            left = deadline - time.perf_counter()
+            if left <= 0:
+                break
+            try:
+                got = self.page.evaluate(_SETTLE_JS, [sel, before, 1000 * confirm, 1000 * left])
+            except PlaywrightError as e:  # a new document replaced the one being watched: watch the new one
+                if "context was destroyed" in str(e) or "navigat" in str(e):
+                    continue
+                raise
+            if got is None:
+                break
+            since_page, page_input, page_now = got
             now = time.perf_counter()
-            if busy or fp is None or fp == before:
-                since = None
-            elif since is None or fp != seen:
-                since, since_page, seen = now, page_now, fp
-            elif now - since >= confirm:
-                if page_input is not None and since_page >= page_input:
-                    return (since_page - page_input) / 1000.0
-                return since - t0
-            time.sleep(0.02)
+            if page_input is not None and since_page >= page_input:
+                return (since_page - page_input) / 1000.0
+            return (now - (page_now - since_page) / 1000.0) - t0
         raise TimeoutError(f"the figure {sel} did not settle with new data within {timeout:.0f} s")
 
     def measure(self, sel: str, prepare, act) -> tuple[float, int, int | None]:

@@ -1,0 +1,71 @@
+"""Chromium: the browser bench times an interaction from the page's own record of the key press until the page
+itself saw the figure change and hold still, and it gives up when nothing changes."""
+import time
+
+import pytest
+
+from attnviz.bench import browser
+
+pytestmark = pytest.mark.browser
+
+# What the bench reads of a Streamlit page: the app's script state, one element in the main block, and the box it
+# watches (here its text, as for a box without a chart). A key press changes that text after `delay` ms.
+PAGE = """<div data-testid="stApp" data-test-script-state="notRunning">
+  <div data-testid="stMainBlockContainer"><div data-testid="stElementContainer">
+    <div class="st-key-box">before</div></div></div></div>
+<script>
+  window.addEventListener('keydown', (e) => {
+    if (e.key !== 'a') return;
+    const delay = Number(document.body.dataset.delay);
+    setTimeout(() => { document.querySelector('.st-key-box').textContent = 'after'; }, delay);
+  });
+</script>"""
+
+
+@pytest.fixture(scope="module")
+def bench_page():
+    b = browser.Browser("http://127.0.0.1:9")  # the page below is the bench's own: no server is asked
+    try:
+        yield b
+    finally:
+        b.close()
+
+
+def _open(b, delay_ms: int) -> None:
+    b.page.set_content(PAGE)
+    b.page.evaluate(browser._INPUT_JS)  # set_content writes into the open document: no init script runs
+    b.page.evaluate(f"() => {{ document.body.dataset.delay = '{delay_ms}'; }}")
+
+
+@pytest.mark.parametrize("delay_ms", [150, 600])
+def test_an_interaction_lasts_from_the_key_press_until_the_change(bench_page, delay_ms):
+    _open(bench_page, delay_ms)
+    t0 = time.perf_counter()
+    ms, _, _ = bench_page.measure(".st-key-box", lambda: None, lambda: bench_page.page.keyboard.press("a"))
+    waited = time.perf_counter() - t0
+    # the change comes delay_ms after the press and is seen within one 20 ms check (timers can run a little late)
+    assert delay_ms <= ms <= delay_ms + 80, ms
+    # the answer came once the new text had held for the 0.4 s the bench asks
+    assert waited >= (delay_ms + 400) / 1000
+    assert bench_page.page.locator(".st-key-box").inner_text() == "after"
+
+
+def test_a_page_that_does_not_change_is_given_up_after_the_timeout(bench_page):
+    _open(bench_page, 100)
+    before = bench_page.state(".st-key-box")[1]
+    assert before == "before"
+    t0 = time.perf_counter()
+    with pytest.raises(TimeoutError, match="did not settle"):
+        bench_page.settle(".st-key-box", before, t0, timeout=1.0)
+    assert 1.0 <= time.perf_counter() - t0 < 5.0
+
+
+def test_a_page_busy_running_its_script_has_not_settled(bench_page):
+    _open(bench_page, 50)
+    bench_page.page.evaluate("() => document.querySelector('[data-testid=stApp]')"
+                             ".setAttribute('data-test-script-state', 'running')")
+    # the script's run ends 700 ms after the press: the change at 50 ms does not count before that
+    bench_page.page.evaluate("() => window.addEventListener('keydown', () => setTimeout(() => document.querySelector("
+                             "'[data-testid=stApp]').setAttribute('data-test-script-state', 'notRunning'), 700))")
+    ms, _, _ = bench_page.measure(".st-key-box", lambda: None, lambda: bench_page.page.keyboard.press("a"))
+    assert 700 <= ms <= 780, ms
