@@ -135,16 +135,27 @@ class Browser:
     def __init__(self, url: str):
         from playwright.sync_api import sync_playwright
 
-        self.url = url
-        self.port = int(url.rsplit(":", 1)[1].split("/")[0])
-        self.received = 0
         self._pw = sync_playwright().start()
         try:
             self._browser = self._pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-            self.page = self._browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+            self._watch_page(self._browser.new_context(viewport={"width": 1400, "height": 1000}).new_page(), url)
         except Exception:
             self._pw.stop()
             raise
+
+    @classmethod
+    def on(cls, page, url: str) -> "Browser":
+        """The bench's controls and timing on a page that something else opened and closes (a test's)."""
+        self = cls.__new__(cls)
+        self._pw = self._browser = None
+        self._watch_page(page, url)
+        return self
+
+    def _watch_page(self, page, url: str) -> None:
+        self.url = url
+        self.port = int(url.rsplit(":", 1)[1].split("/")[0])
+        self.received = 0
+        self.page = page
         self.page.set_default_timeout(120_000)
         self.page.add_init_script(_INPUT_JS)
         self.page.on("websocket", self._watch)
@@ -156,6 +167,8 @@ class Browser:
         self.received += len(payload)
 
     def close(self) -> None:
+        if self._browser is None:  # a page opened elsewhere (Browser.on)
+            return
         try:
             self._browser.close()
         finally:

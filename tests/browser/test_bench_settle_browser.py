@@ -22,13 +22,9 @@ PAGE = """<div data-testid="stApp" data-test-script-state="notRunning">
 </script>"""
 
 
-@pytest.fixture(scope="module")
-def bench_page():
-    b = browser.Browser("http://127.0.0.1:9")  # the page below is the bench's own: no server is asked
-    try:
-        yield b
-    finally:
-        b.close()
+@pytest.fixture
+def bench_page(page):
+    return browser.Browser.on(page, "http://127.0.0.1:9")  # the page below is the test's own: no server is asked
 
 
 def _open(b, delay_ms: int) -> None:
