@@ -70,25 +70,34 @@ _STATE_JS = """(sel) => {
   return [busy, n + ':' + sum, now, input];
 }"""
 
-# Waits in the page until it is idle with the figure under `sel` other than `before` and that state has held for
-# `confirm` ms (checked every 20 ms, as _STATE_JS reads it); answers [the page's time when that state began, the
-# armed input's time or null, the page's time now], or null after `timeout` ms.
+# Waits in the page until it is idle with the figure under `sel` other than `before`, and neither that state nor
+# anything in the document has changed for `confirm` ms (checked every 20 ms, as _STATE_JS reads it); answers [the
+# page's time when it reached that state, the armed input's time or null, the page's time now], or null after
+# `timeout` ms. The moment it reached that state is its last change in the document after the input (a figure
+# drawn, an element replaced, the script's state flipped), not the check that first saw it: a chart drawn in a
+# single task (plotly.js, ui.plotly_bytes) is never seen half-drawn by a check, so without the document's changes a
+# chart drawn after the watched one would not be waited for.
 _SETTLE_JS = """async ([sel, before, confirm, timeout]) => {
   const state = """ + _STATE_JS + """;
   const start = performance.now();
   let since = null, seen = null;
   while (performance.now() - start < timeout) {
     const [busy, fp, now, input] = state(sel);
+    const changed = window.__attnvizChanged ?? null;
     if (busy || fp === null || fp === before) since = null;
     else if (since === null || fp !== seen) { since = now; seen = fp; }
-    else if (now - since >= confirm) return [since, input, performance.now()];
+    else if (now - since >= confirm && (changed === null || now - changed >= confirm)) {
+      return [changed !== null && input !== null && changed >= input ? changed : since, input, performance.now()];
+    }
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
   return null;
 }"""
 
 # In every document of the page: the time (performance.now()) of the first pointer press or key press (a modifier
-# key alone aside) after the bench arms it, so that an interaction is timed from the moment the page received it.
+# key alone aside) after the bench arms it, so that an interaction is timed from the moment the page received it;
+# and the time of the document's latest change (an element, an attribute or a text added, removed or altered)
+# since it was armed.
 _INPUT_JS = """(() => {
   const note = (e) => {
     if (window.__attnvizArmed && window.__attnvizInput == null && !['Control', 'Shift', 'Alt', 'Meta'].includes(e.key))
@@ -96,8 +105,12 @@ _INPUT_JS = """(() => {
   };
   window.addEventListener('pointerdown', note, true);
   window.addEventListener('keydown', note, true);
+  const changes = new MutationObserver(() => { if (window.__attnvizArmed) window.__attnvizChanged = performance.now(); });
+  const watch = () => changes.observe(document.documentElement,
+                                      {subtree: true, childList: true, attributes: true, characterData: true});
+  if (document.documentElement) watch(); else document.addEventListener('DOMContentLoaded', watch);
 })();"""
-_ARM_JS = "() => { window.__attnvizArmed = true; window.__attnvizInput = null; }"
+_ARM_JS = "() => { window.__attnvizArmed = true; window.__attnvizInput = null; window.__attnvizChanged = null; }"
 
 
 def wire_sent(port: int) -> dict[str, int] | None:

@@ -65,3 +65,28 @@ def test_a_page_busy_running_its_script_has_not_settled(bench_page):
                              "'[data-testid=stApp]').setAttribute('data-test-script-state', 'notRunning'), 700))")
     ms, _, _ = bench_page.measure(".st-key-box", lambda: None, lambda: bench_page.page.keyboard.press("a"))
     assert 700 <= ms <= 780, ms
+
+
+def test_a_change_after_the_watched_box_is_waited_for(bench_page):
+    """A second element drawn later in one task (as plotly.js draws a chart) is never seen half-done by a check; the
+    interaction still lasts until that change."""
+    _open(bench_page, 150)
+    bench_page.page.evaluate("() => { const el = document.createElement('div'); el.className = 'st-key-late';"
+                             " document.querySelector('[data-testid=stElementContainer]').appendChild(el);"
+                             " window.addEventListener('keydown', () => setTimeout(() => { el.textContent = 'drawn'; },"
+                             " 450)); }")
+    ms, _, _ = bench_page.measure(".st-key-box", lambda: None, lambda: bench_page.page.keyboard.press("a"))
+    assert 450 <= ms <= 530, ms
+    assert bench_page.page.locator(".st-key-late").inner_text() == "drawn"
+
+
+def test_a_page_that_keeps_changing_has_not_settled(bench_page):
+    _open(bench_page, 100)
+    # something in the page changes every 100 ms, though the watched box has its new text
+    bench_page.page.evaluate("() => { let n = 0; setInterval(() => { document.body.dataset.tick = String(n++); }, 100); }")
+    before = bench_page.state(".st-key-box")[1]
+    t0 = time.perf_counter()
+    bench_page.page.evaluate("() => { window.__attnvizArmed = true; window.__attnvizChanged = null; }")
+    bench_page.page.keyboard.press("a")
+    with pytest.raises(TimeoutError, match="did not settle"):
+        bench_page.settle(".st-key-box", before, t0, timeout=1.5)
