@@ -4,7 +4,9 @@ import io
 import numpy as np
 from PIL import Image
 
-from attnviz.heatmap.raster import GridLayout, grid_png, thumbnail
+import pytest
+
+from attnviz.heatmap.raster import GridLayout, grid_png, thumbnail, thumbnails
 from attnviz.heatmap.figures import grid_figure
 from attnviz.plotting import colour_lut
 
@@ -60,3 +62,38 @@ def test_grid_frames_are_shapes_around_the_open_and_ablated_heads():
     assert rects["rgb(220,30,30)"] == (*layout.centre(1, 2), 16 + 2)
     assert rects["rgb(140,140,140)"] == (*layout.centre(0, 1), 16 + 2)
     assert grid_figure(png, layout).layout.shapes == ()
+
+
+@pytest.mark.parametrize("shape, size", [((2, 3, 128, 128), 32),  # a whole-number shrink: block means
+                                         ((2, 3, 96, 64), 32),  # cross-attention, both sides shrink
+                                         ((2, 3, 4, 4), 16),  # a whole-number enlargement: repeats
+                                         ((2, 3, 100, 100), 64),  # any other ratio: head by head
+                                         ((1, 2, 48, 16), 32)])  # one side shrinks, the other grows
+def test_every_heads_thumbnail_at_once_is_each_heads_thumbnail(shape, size):
+    att = np.random.default_rng(1).random(shape).astype(np.float32)
+    att.setflags(write=False)  # as a result's arrays are
+    got = thumbnails(att, size)
+    assert got.shape == (shape[0], shape[1], size, size) and got.dtype == np.float32
+    for layer in range(shape[0]):
+        for head in range(shape[1]):
+            np.testing.assert_allclose(got[layer, head], thumbnail(att[layer, head], size), rtol=2e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("scale", ["Viridis", "Magma"])  # Magma's 256 colours and white are 257: no palette
+def test_grid_png_pixels_are_each_thumbnail_in_the_scale_on_white(scale):
+    layout = GridLayout(2, 3, 16, 2)
+    att = np.random.default_rng(2).random((2, 3, 64, 64)).astype(np.float32)
+    png = grid_png(att, layout, scale)
+    img = Image.open(io.BytesIO(png))
+    lut = colour_lut(scale)
+    assert img.mode == ("P" if len(np.unique(np.vstack([lut, [[255, 255, 255]]]), axis=0)) <= 256 else "RGB")
+    # the picture drawn pixel by pixel: each head's 4 x 4 block means, scaled to its own largest, in the scale's
+    # colours, with white between the thumbnails
+    want = np.full((layout.height, layout.width, 3), 255, dtype=np.uint8)
+    for layer in range(2):
+        for head in range(3):
+            means = att[layer, head].reshape(16, 4, 16, 4).mean(axis=(1, 3))
+            x, y = layout.centre(layer, head)
+            top, left = int(y - 8), int(x - 8)
+            want[top:top + 16, left:left + 16] = lut[np.round(means / means.max() * 255).astype(int)]
+    np.testing.assert_array_equal(np.asarray(img.convert("RGB")), want)
