@@ -49,13 +49,16 @@ def test_record_the_bundled_text_open_a_head_and_zoom(page, app_server, minilm):
     set_number(page, "Key start", 280)
     z, x, y = _zoom(page)
     la = record(minilm, BUNDLED.read_text(encoding="utf-8"), max_tokens=512)
-    np.testing.assert_allclose(z, la.window(3, 5, 300, 332, 280, 312), atol=1e-6)
+    # the server and this process each run the float32 forward, whose sums may run in other orders (threads shared
+    # with the browser, another kernel): a few units in the sixth significant digit apart (seen: 1.3e-6 on 0.436)
+    close = dict(rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(z, la.window(3, 5, 300, 332, 280, 312), **close)
     assert x[0].startswith("280 ") and y[0].startswith("300 ")
     assert _box(page) == [279.5, 311.5, 299.5, 331.5]
     set_number(page, "Key start", 0)  # the zoom moves: recomputed at full resolution
     z, x, _ = _zoom(page)
     assert x[0].startswith("0 ")
-    np.testing.assert_allclose(z, la.window(3, 5, 300, 332, 0, 32), atol=1e-6)
+    np.testing.assert_allclose(z, la.window(3, 5, 300, 332, 0, 32), **close)
     assert _box(page) == [-0.5, 31.5, 299.5, 331.5]  # the overview's red box moved with it (rerun with the zoom)
     # the views below are tabs: only the open one is drawn, and it goes into the link
     assert page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot')].filter(e => "
