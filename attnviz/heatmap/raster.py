@@ -132,9 +132,10 @@ def grid_csv(attention: np.ndarray, tokens, thumb: int, key_tokens=None) -> str:
             return [f"{int(np.floor(lo))}-{max(int(np.ceil(hi)) - 1, int(np.floor(lo)))}"
                     for lo, hi in zip(edges[:-1], edges[1:])]
         q_labels, k_labels = ranges(n_q), ranges(n_k)
+    thumbs = None if full else thumbnails(a, thumb)  # the picture's own block means
     for layer in range(n_layers):
         for head in range(n_heads):
-            m = a[layer, head] if full else thumbnail(a[layer, head], thumb)
+            m = a[layer, head] if full else thumbs[layer, head]
             w.writerow([f"# layer {layer} head {head} (rows: query, columns: key)"] + k_labels)
             for label, row in zip(q_labels, csv_values(m)):
                 w.writerow([label] + [csv_number(v) for v in row])

@@ -97,3 +97,20 @@ def test_grid_png_pixels_are_each_thumbnail_in_the_scale_on_white(scale):
             top, left = int(y - 8), int(x - 8)
             want[top:top + 16, left:left + 16] = lut[np.round(means / means.max() * 255).astype(int)]
     np.testing.assert_array_equal(np.asarray(img.convert("RGB")), want)
+
+
+def test_a_long_inputs_grid_csv_holds_the_thumbnails_the_picture_is_drawn_from(monkeypatch):
+    import csv
+
+    from attnviz.heatmap import raster
+
+    monkeypatch.setattr(raster, "GRID_CSV_MAX_VALUES", 100)  # 2 x 2 heads of 32 x 32 are "long" here
+    att = np.random.default_rng(3).random((2, 2, 32, 32)).astype(np.float32)
+    rows = list(csv.reader(io.StringIO(raster.grid_csv(att, [f"t{i}" for i in range(32)], 8))))
+    assert rows[0][0].startswith("# 32 tokens: each head's 8 x 8 thumbnail")
+    # layer 1, head 0: its header row names the key ranges, then one row per query range of 4 tokens
+    at = rows.index(["# layer 1 head 0 (rows: query, columns: key)", "0-3", "4-7", "8-11", "12-15", "16-19", "20-23",
+                     "24-27", "28-31"])
+    block = np.array([[float(v) for v in row[1:]] for row in rows[at + 1:at + 9]])
+    assert [row[0] for row in rows[at + 1:at + 9]][:2] == ["0-3", "4-7"]
+    np.testing.assert_allclose(block, att[1, 0].reshape(8, 4, 8, 4).mean(axis=(1, 3)), rtol=1e-6)
