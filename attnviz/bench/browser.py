@@ -204,8 +204,9 @@ class Browser:
         self.settle(sel, None, time.perf_counter(), timeout)
 
     def settle(self, sel: str, before, t0: float, timeout: float = 120.0, confirm: float = 0.4) -> float:
-        """Seconds until the page was idle with the figure under `sel` other than `before`, that state then held
-        for `confirm` seconds: from the page's input event when one was armed and seen (measure), else from t0.
+        """Seconds until the page was idle with the figure under `sel` other than `before` and its document had
+        changed for the last time, that state then held for `confirm` seconds: from the page's input event when one
+        was armed and seen (measure), else from t0, to the document's last change (_SETTLE_JS).
 
         The page watches itself (_SETTLE_JS, every 20 ms) and answers once: asking it from here every 20 ms took
         about a fifth of a core (Chromium, Playwright's driver and this process), which the app's server and

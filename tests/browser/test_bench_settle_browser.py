@@ -86,7 +86,7 @@ def test_a_page_that_keeps_changing_has_not_settled(bench_page):
     bench_page.page.evaluate("() => { let n = 0; setInterval(() => { document.body.dataset.tick = String(n++); }, 100); }")
     before = bench_page.state(".st-key-box")[1]
     t0 = time.perf_counter()
-    bench_page.page.evaluate("() => { window.__attnvizArmed = true; window.__attnvizChanged = null; }")
+    bench_page.page.evaluate(browser._ARM_JS)
     bench_page.page.keyboard.press("a")
     with pytest.raises(TimeoutError, match="did not settle"):
         bench_page.settle(".st-key-box", before, t0, timeout=1.5)

@@ -275,7 +275,6 @@ def test_a_new_focus_token_reruns_only_the_heads_part_and_the_link_and_deck_box_
 def test_the_server_sends_its_websocket_messages_uncompressed(app_server):
     """The app's server declines permessage-deflate, also when the browser offers it: a 512 x 512 map goes as float32
     bytes, which deflate shrinks by a few percent in tens of milliseconds on the message's way out."""
-    import base64
     import os
     import socket
 
