@@ -77,10 +77,10 @@ _STATE_JS = """(sel) => {
 }"""
 
 # Waits in the page until it is idle with the figure under `sel` other than `before`, and neither that state nor
-# anything in the document has changed for `confirm` ms (checked every 20 ms, as _STATE_JS reads it); answers [the
+# anything visible in the document (_INPUT_JS) has changed for `confirm` ms (checked every 20 ms, as _STATE_JS reads it); answers [the
 # page's time when it reached that state, the armed input's time or null, the page's time now], or null after
-# `timeout` ms. The moment it reached that state is its last change in the document after the input (a figure
-# drawn, an element replaced, the script's state flipped), not the check that first saw it: a chart drawn in a
+# `timeout` ms. The moment it reached that state is its last visible change in the document after the input (a
+# figure drawn, an element replaced, the script's state flipped, a data grid's canvas drawn), not the check that first saw it: a chart drawn in a
 # single task (plotly.js, ui.plotly_bytes) is never seen half-drawn by a check, so without the document's changes a
 # chart drawn after the watched one would not be waited for.
 _SETTLE_JS = """async ([sel, before, confirm, timeout]) => {
@@ -102,8 +102,11 @@ _SETTLE_JS = """async ([sel, before, confirm, timeout]) => {
 
 # In every document of the page: the time (performance.now()) of the first pointer press or key press (a modifier
 # key alone aside) after the bench arms it, so that an interaction is timed from the moment the page received it;
-# and the time of the document's latest change (an element, an attribute or a text added, removed or altered)
-# since it was armed.
+# and the time of the document's latest visible change since it was armed: an element, an attribute or a text
+# added, removed or altered, or a drawing on a 2D canvas in the document. What is inside a <canvas> element is its
+# fallback content, which the browser never draws: a data grid (st.dataframe, glide-data-grid) draws its cells on the
+# canvas and keeps a table of them there for screen readers, rewritten 200 ms after the grid on a debounce timer;
+# the canvas's own drawing is the change the user sees.
 _INPUT_JS = """(() => {
   const note = (e) => {
     if (window.__attnvizArmed && window.__attnvizInput == null && !['Control', 'Shift', 'Alt', 'Meta'].includes(e.key))
@@ -111,10 +114,24 @@ _INPUT_JS = """(() => {
   };
   window.addEventListener('pointerdown', note, true);
   window.addEventListener('keydown', note, true);
-  const changes = new MutationObserver(() => { if (window.__attnvizArmed) window.__attnvizChanged = performance.now(); });
+  const shown = (r) => { const el = r.target.nodeType === 1 ? r.target : r.target.parentNode;
+                         return !(el && el.closest && el.closest('canvas')); };
+  const changes = new MutationObserver((records) => {
+    if (window.__attnvizArmed && records.some(shown)) window.__attnvizChanged = performance.now();
+  });
   const watch = () => changes.observe(document.documentElement,
                                       {subtree: true, childList: true, attributes: true, characterData: true});
   if (document.documentElement) watch(); else document.addEventListener('DOMContentLoaded', watch);
+  const ctx = window.CanvasRenderingContext2D && CanvasRenderingContext2D.prototype;
+  for (const name of ['fillRect', 'strokeRect', 'clearRect', 'fillText', 'strokeText', 'fill', 'stroke',
+                      'drawImage', 'putImageData']) {
+    const draw = ctx && ctx[name];
+    if (typeof draw !== 'function') continue;
+    ctx[name] = function (...args) {
+      if (window.__attnvizArmed && this.canvas && this.canvas.isConnected) window.__attnvizChanged = performance.now();
+      return draw.apply(this, args);
+    };
+  }
 })();"""
 _ARM_JS = "() => { window.__attnvizArmed = true; window.__attnvizInput = null; window.__attnvizChanged = null; }"
 

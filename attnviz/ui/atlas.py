@@ -191,10 +191,11 @@ def open_head_on_typical(atlas, layer: int, head: int) -> None:
 
 
 def head_grid_clicks(atlas, fig, key: str) -> None:
-    """Show a head grid of the atlas; a click opens that head on its most typical corpus sentence."""
+    """Show a head grid of the atlas, drawn in place (a new statistic or pattern redraws it once); a click opens that
+    head on its most typical corpus sentence."""
     from attnviz.ui.metrics import clickable_head_grid
 
-    clickable_head_grid(fig, key, on_click=lambda layer, head: open_head_on_typical(atlas, layer, head))
+    clickable_head_grid(fig, key, on_click=lambda layer, head: open_head_on_typical(atlas, layer, head), in_place=True)
 
 
 # ------------------------------------------------------------------ the five views

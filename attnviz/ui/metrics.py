@@ -145,13 +145,14 @@ def open_head(layer: int, head: int, text: str | None = None) -> None:
     st.switch_page(HEATMAP_PAGE)
 
 
-def clickable_head_grid(fig, key: str, text: str | None = None, on_click=None) -> None:
+def clickable_head_grid(fig, key: str, text: str | None = None, on_click=None, in_place: bool = False) -> None:
     """Show a head-grid figure; a click on a cell opens that head: on_click(layer, head) when given, else on the
-    heatmap page (on `text` when given, else on the sidebar's text)."""
+    heatmap page (on `text` when given, else on the sidebar's text). in_place: drawn and redrawn in place by
+    plotly.js in the page (ui.figure.show_figure)."""
     from attnviz.ui.figure import show_figure
     from attnviz.ui.heads import clicked_head
 
-    show_figure(fig, key=key, on_select="rerun", selection_mode="points")
+    show_figure(fig, key=key, on_select="rerun", selection_mode="points", in_place=in_place)
     hit = clicked_head(key)
     if hit:
         (on_click or (lambda layer, head: open_head(layer, head, text)))(*hit)

@@ -111,3 +111,36 @@ def test_a_chart_is_settled_once_it_is_drawn_with_new_data(bench_page):
     ms, _, _ = bench_page.measure(".st-key-box", lambda: None, lambda: bench_page.page.keyboard.press("a"))
     assert 200 <= ms <= 280, ms
     assert bench_page.state(".st-key-box")[1] not in (None, before)
+
+
+def _canvas(bench_page):
+    """A 2D canvas in the page with a table inside it (its fallback content, as a data grid keeps its cells there
+    for screen readers)."""
+    bench_page.page.evaluate("() => { const c = document.createElement('canvas'); c.width = 40; c.height = 20;"
+                             " c.innerHTML = '<table><tr><td class=cell>0</td></tr></table>';"
+                             " document.querySelector('[data-testid=stElementContainer]').appendChild(c); }")
+
+
+def test_a_canvas_drawn_after_the_watched_box_is_waited_for(bench_page):
+    _open(bench_page, 150)
+    _canvas(bench_page)
+    bench_page.page.evaluate("() => window.addEventListener('keydown', () => setTimeout(() => {"
+                             " const ctx = document.querySelector('canvas').getContext('2d');"
+                             " ctx.fillStyle = '#c00'; ctx.fillRect(0, 0, 10, 10); }, 450))")
+    ms, _, _ = bench_page.measure(".st-key-box", lambda: None, lambda: bench_page.page.keyboard.press("a"))
+    assert 450 <= ms <= 530, ms
+    pixel = bench_page.page.evaluate("() => [...document.querySelector('canvas').getContext('2d')"
+                                     ".getImageData(5, 5, 1, 1).data]")
+    assert pixel == [204, 0, 0, 255]
+
+
+def test_a_canvas_fallback_content_is_not_waited_for(bench_page):
+    """What is inside a <canvas> is never drawn: its change 450 ms after the press does not end the interaction
+    (the box's new text at 150 ms does)."""
+    _open(bench_page, 150)
+    _canvas(bench_page)
+    bench_page.page.evaluate("() => window.addEventListener('keydown', () => setTimeout(() => {"
+                             " document.querySelector('canvas .cell').textContent = '1'; }, 450))")
+    ms, _, _ = bench_page.measure(".st-key-box", lambda: None, lambda: bench_page.page.keyboard.press("a"))
+    assert 150 <= ms <= 230, ms
+    assert bench_page.page.locator("canvas .cell").text_content() == "1"
