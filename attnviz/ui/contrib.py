@@ -19,9 +19,17 @@ OPTIONS = {
 
 
 def control() -> None:
-    """The sidebar's lens radio."""
-    if st.session_state.get(LENS) not in QUANTITIES:
-        st.session_state[LENS] = "weights"
+    """The sidebar's lens radio. A value it does not know (a hand-edited link) is read without regard to case
+    (lens=alti is ALTI); otherwise the view shows attention weights and says so."""
+    lens = st.session_state.get(LENS)
+    if lens not in QUANTITIES:
+        known = {q.lower(): q for q in QUANTITIES}
+        fixed = known.get(str(lens).strip().lower()) if lens is not None else None
+        if fixed is None and lens is not None:
+            st.toast(f"Show {str(lens)[:40]!r} in the link is not one of "
+                     f"{', '.join(OPTIONS[q] for q in QUANTITIES)}: this view shows attention weights.",
+                     icon=":material/link_off:")
+        st.session_state[LENS] = fixed or "weights"
     st.radio("Show", QUANTITIES, key=LENS, format_func=OPTIONS.get,
              help="What the heatmap, grid, token focus, shaded text, entropy, rollout and head roles are "
                   "computed from. Weights are what the softmax gives; value-weighted multiplies each weight "

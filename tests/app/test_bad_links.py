@@ -57,3 +57,29 @@ def test_out_of_range_slider_value_is_dropped_with_a_notice():
     ok.run()
     assert ok.slider(key="ro_residual").value == 0.7 and ok.selectbox(key="ro_fusion").value == "max"
     assert not ok.toast
+
+
+def _heatmap_with_lens(value: str) -> tuple[AppTest, str]:
+    """The heatmap page after a link with lens=value, and the notices of both runs (the link is read on the
+    first, the home page's)."""
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.query_params.update({"lens": value})
+    at.run()
+    notices = [t.value for t in at.toast]
+    at.switch_page("app_pages/heatmap.py")
+    at.run()
+    assert not at.exception
+    return at, " ".join(notices + [t.value for t in at.toast])
+
+
+def test_a_lens_in_the_link_is_read_without_regard_to_case():
+    at, notice = _heatmap_with_lens("alti")
+    assert at.radio(key="lens").value == "ALTI"
+    assert notice == ""
+    assert _heatmap_with_lens("Value-Weighted")[0].radio(key="lens").value == "value-weighted"
+
+
+def test_an_unknown_lens_in_the_link_shows_weights_with_a_notice():
+    at, notice = _heatmap_with_lens("gradients")
+    assert at.radio(key="lens").value == "weights"
+    assert "'gradients'" in notice and "attention weights" in notice

@@ -79,3 +79,21 @@ def test_contributions_page_and_lesson_render(page, app_server):
     page.get_by_text("1 · The weights: a stripe on").first.wait_for(timeout=60_000)
     assert page.get_by_text("of what is moved").count() >= 1
     assert not exception_texts(page)
+
+
+def test_a_link_s_lens_is_read_without_regard_to_case_and_an_unknown_one_is_said(page, app_server):
+    page.goto(app_server.url + "/heatmap?lens=alti&layer=2")
+    wait_for_app(page)
+    group = page.locator('[data-testid="stSidebar"] [data-testid="stRadio"]').filter(has_text="ALTI contributions")
+    assert group.locator("input:checked").evaluate("el => el.closest('label').innerText").strip() == "ALTI contributions"
+    z = _head_z(page)
+    np.testing.assert_allclose(z.sum(axis=1), 1.0, atol=1e-3)  # a layer's ALTI rows are shares of its output
+    assert page.locator("h3").filter(has_text="heads summed (ALTI)").count() == 1
+    assert url_params(page).get("lens") == "ALTI"
+    page.goto(app_server.url + "/heatmap?lens=gradients")
+    wait_for_app(page)
+    toast = page.locator('[data-testid="stToast"]').filter(has_text="'gradients'")
+    toast.wait_for(timeout=30_000)
+    assert "attention weights" in toast.inner_text()
+    assert group.locator("input:checked").evaluate("el => el.closest('label').innerText").strip() == "attention weights"
+    assert not exception_texts(page)
