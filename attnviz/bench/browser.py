@@ -77,12 +77,12 @@ _STATE_JS = """(sel) => {
 }"""
 
 # Waits in the page until it is idle with the figure under `sel` other than `before`, and neither that state nor
-# anything visible in the document (_INPUT_JS) has changed for `confirm` ms (checked every 20 ms, as _STATE_JS reads it); answers [the
-# page's time when it reached that state, the armed input's time or null, the page's time now], or null after
-# `timeout` ms. The moment it reached that state is its last visible change in the document after the input (a
-# figure drawn, an element replaced, the script's state flipped, a data grid's canvas drawn), not the check that first saw it: a chart drawn in a
-# single task (plotly.js, ui.plotly_bytes) is never seen half-drawn by a check, so without the document's changes a
-# chart drawn after the watched one would not be waited for.
+# anything visible in the document (_INPUT_JS) has changed for `confirm` ms (checked every 20 ms, as _STATE_JS
+# reads it); answers [the page's time when it reached that state, the armed input's time or null, the page's time
+# now], or null after `timeout` ms. The moment it reached that state is its last visible change in the document
+# after the input (a figure drawn, an element replaced, the script's state flipped, a data grid's canvas drawn), not
+# the check that first saw it: a chart drawn in a single task (plotly.js, ui.plotly_bytes) is never seen half-drawn
+# by a check, so without the document's changes a chart drawn after the watched one would not be waited for.
 _SETTLE_JS = """async ([sel, before, confirm, timeout]) => {
   const state = """ + _STATE_JS + """;
   const start = performance.now();
