@@ -193,7 +193,7 @@ def decompose(layers) -> Contributions:
     import torch
 
     # the largest part (layer, head, q, k) is written in place: stacking it would copy 75 MB at 512 tokens
-    value_weighted = np.empty((len(layers), *layers[0].attention.shape), dtype=np.float32)
+    value_weighted = aligned((len(layers), *layers[0].attention.shape))
     key_major = aligned(layers[0].attention.permute(2, 0, 1).shape)
     with torch.inference_mode():
         per = [layer(p, value_weighted[l], key_major) for l, p in enumerate(layers)]

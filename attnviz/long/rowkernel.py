@@ -14,7 +14,7 @@ from llvmlite import ir
 from numba.core import types
 from numba.extending import intrinsic
 
-TINY = np.float32(1.1754944e-38)  # the smallest normal float32: weights below it are set to 0 (no denormals)
+from attnviz.compiled import TINY  # the smallest normal float32: weights below it are set to 0 (no denormals)
 LOW = np.float32(-87.33654)  # log(TINY): exp below it is 0 (a denormal or less)
 LOG2E = np.float32(1.4426950408889634)
 LN2_HI = np.float32(0.693359375)  # ln 2 = LN2_HI + LN2_LO, the first part exact in a few bits

@@ -128,6 +128,20 @@ def test_pairs_match_every_pair_built_in_float64(heads, d):
     np.testing.assert_allclose(norm2, np.einsum("jhi,jhm,jmi->ij", A64, G.astype(np.float64), A64), rtol=1e-5)
 
 
+def test_weights_below_the_smallest_normal_float32_are_written_as_zero():
+    """Denormal weights (a softmax over many keys leaves some) are 0 in both arrays spread() writes; the smallest
+    normal one and larger ones are kept exactly."""
+    from attnviz.contrib.pairs import spread
+
+    tiny = np.finfo(np.float32).tiny
+    A = np.array([[[1e-40, tiny, 0.25], [3e-39, 0.5, 1e-45]]], np.float32)  # (head, q, k): 1 head, 2 rows, 3 keys
+    assert A[0, 0, 0] > 0 and A[0, 1, 2] > 0  # denormal, not 0, as given
+    fnorm = np.array([[2.0, 3.0, 4.0]], np.float32)
+    vw, Ak = spread(A, fnorm)
+    np.testing.assert_array_equal(vw[0], [[0, tiny * 3, 1.0], [0, 1.5, 0]])
+    np.testing.assert_array_equal(Ak[:, 0, :], [[0, 0], [tiny, 0.5], [0.25, 0]])  # (key, q)
+
+
 def test_rollout_of_contributions():
     c = np.random.default_rng(1).random((3, 4, 4)).astype(np.float32)
     c = rows_normalised(c)
