@@ -3,6 +3,7 @@ numba imported with as many threads as torch, and arrays on the boundary the loo
 from __future__ import annotations
 
 import os
+import sys
 from functools import lru_cache
 
 import numpy as np
@@ -20,8 +21,12 @@ def numba():
     several sessions may call at once (OpenMP or TBB). numba's OpenMP threads start with its thread count set
     as the process's OpenMP default, which torch shares: the two counts must agree before numba is imported."""
     threads = configure_threads()
-    os.environ.setdefault("NUMBA_NUM_THREADS", str(threads))
-    _wide_vectors()
+    # numba reads its settings again from the environment before each compilation, and refuses a thread count
+    # other than its pool's: once numba is imported (by the caller), its environment is left as it is, and
+    # threads() sets the count per call
+    if "numba" not in sys.modules:
+        os.environ.setdefault("NUMBA_NUM_THREADS", str(threads))
+        _wide_vectors()
     import numba as nb
 
     if nb.config.THREADING_LAYER == "default":

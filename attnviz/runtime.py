@@ -30,17 +30,24 @@ def cpu_threads() -> int:
 
 
 def configure_threads() -> int:
-    """Set torch's intra-op threads to the CPU count, once per process; returns the count.
+    """Set torch's intra-op threads to the CPU count and numpy's BLAS to one thread, once per process; returns the
+    count.
 
     Forward passes are serialised per model by LoadedModel.lock, so one pass at a time uses
-    every core and concurrent sessions queue instead of oversubscribing the cores."""
+    every core and concurrent sessions queue instead of oversubscribing the cores. numpy's OpenBLAS keeps its
+    threads spinning for about a tenth of a second after each multi-threaded product, on cores torch, numba and the
+    browser then want: measured here, MiniLM's forward over 512 tokens took 164 ms right after six 512 x 512
+    numpy products and 75-100 ms otherwise. numpy's products in attnviz are small (rollout's, roles'), one thread
+    does them."""
     global _threads_set
     with _threads_lock:
         if _threads_set is None:
             import torch
+            from threadpoolctl import threadpool_limits
 
             _threads_set = cpu_threads()
             torch.set_num_threads(_threads_set)
+            threadpool_limits(1, user_api="blas")
         return _threads_set
 
 
