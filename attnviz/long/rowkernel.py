@@ -2,45 +2,14 @@
 in a new process (a loop made inside a function, calling another compiled function, is compiled anew each time).
 Import it after compiled.numba(), which sets numba's thread count and threading layer.
 
-The exponential is computed in the loop, so that it is vectorised: exp(x) = 2^k exp(r) with k the integer nearest
-x log2(e) and r = x - k ln 2 taken in two parts (ln 2's leading bits, then the rest), exp(r) by a degree-7
-polynomial (Cephes' expf coefficients for |r| <= ln(2)/2), and 2^k built from its exponent bits. Its relative error
-is at most about three units in the last place (torch's softmax: about two)."""
+The exponential is computed in the loop, so that it is vectorised (vecmath.exp_nonpositive: within about three units
+in the last place; torch's softmax: about two)."""
 from __future__ import annotations
 
 import numba as nb
 import numpy as np
-from llvmlite import ir
-from numba.core import types
-from numba.extending import intrinsic
 
-from attnviz.compiled import TINY  # the smallest normal float32: weights below it are set to 0 (no denormals)
-LOW = np.float32(-87.33654)  # log(TINY): exp below it is 0 (a denormal or less)
-LOG2E = np.float32(1.4426950408889634)
-LN2_HI = np.float32(0.693359375)  # ln 2 = LN2_HI + LN2_LO, the first part exact in a few bits
-LN2_LO = np.float32(-2.12194440e-4)
-C0, C1, C2, C3, C4, C5 = (np.float32(c) for c in (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3,
-                                                  4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1))
-
-
-@intrinsic
-def float_from_bits(typingctx, bits):
-    """The float32 whose bits are the given int32 (a bit cast, which the loops vectorise)."""
-    def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.FloatType())
-    return types.float32(types.int32), codegen
-
-
-@nb.njit(inline="always", fastmath=True, cache=True)
-def exp_nonpositive(x):
-    """exp(x) for x <= 0 as float32, exactly 0 where it would be below the smallest normal float32."""
-    xc = max(x, LOW)
-    k = np.floor(xc * LOG2E + np.float32(0.5))
-    r = xc - k * LN2_HI - k * LN2_LO
-    p = ((((C0 * r + C1) * r + C2) * r + C3) * r + C4) * r + C5
-    p = p * r * r + r + np.float32(1.0)
-    e = p * float_from_bits((np.int32(k) + np.int32(127)) << 23)
-    return e if x > LOW else np.float32(0.0)
+from attnviz.vecmath import TINY, exp_nonpositive
 
 
 @nb.njit(parallel=True, fastmath=True, cache=True)

@@ -1,26 +1,13 @@
 """One pass over every head: entropy, role scores and the head-fused layers rollout needs."""
 from __future__ import annotations
 
-import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 
-from attnviz.metrics.entropy import RowEntropy, entropy_summary, result_masks
+from attnviz.metrics.entropy import EPS, RowEntropy, entropy_summary, result_masks
 from attnviz.metrics.roles import ROLE_KEYS, RoleReader, RoleScores, broadness
 from attnviz.metrics.rollout import rollout_fused
-
-
-_WORKERS = max(1, min(2, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
-_POOL: ThreadPoolExecutor | None = None
-
-
-def _pool() -> ThreadPoolExecutor:
-    global _POOL
-    if _POOL is None:
-        _POOL = ThreadPoolExecutor(_WORKERS, thread_name_prefix="attnviz-analysis")
-    return _POOL
 
 
 @dataclass(frozen=True)
@@ -33,31 +20,37 @@ class HeadAnalysis:
 
 def analyse(result) -> HeadAnalysis:
     """Everything the analytics pages need for all heads, reading each head's (n, n) matrix once
-    while it is in cache (the 512-token attention of a 6 x 12 model is 75 MB)."""
-    att = result.attention
+    (the 512-token attention of a 6 x 12 model is 75 MB): one compiled pass (metrics/headkernel.py)."""
+    att = np.ascontiguousarray(result.attention, dtype=np.float32)
     n_layers, n_heads, n, _ = att.shape
     allowed, valid = result_masks(result)
     mask = None if allowed.all() else allowed
     ent = RowEntropy(mask, shape=(n, n))
     reader = RoleReader(result.tokens, result.special_mask, causal=result.facts.causal)
-    plogp = np.empty((n_layers, n_heads, n), dtype=np.float32)
-    roles = np.empty((len(ROLE_KEYS), n_layers, n_heads), dtype=np.float32)
-    fused = np.zeros((n_layers, n, n), dtype=np.float32)
-
-    def layers_pass(layers):  # numpy releases the GIL in log/einsum: threads share the work
-        kernel = RowEntropy(mask, shape=(n, n))
-        for layer in layers:
-            acc = fused[layer]
-            for head in range(n_heads):
-                m = att[layer, head]
-                plogp[layer, head] = kernel.plogp(m)
-                acc += m
-            acc /= n_heads
-            roles[:, layer] = reader.layer(att[layer])
-
-    n_workers = min(_WORKERS, n_layers)
-    list(_pool().map(layers_pass, [range(w, n_layers, n_workers) for w in range(n_workers)]))
+    plogp, fused, cols = head_pass(att, mask, reader.row_weight)
+    roles = np.stack([reader.layer(att[layer], col_mean=cols[layer]) for layer in range(n_layers)], axis=1)
     nats, norm = ent.finish(plogp.reshape(-1, n), (n_layers, n_heads))
     roles[ROLE_KEYS.index("broad")] = broadness(nats, allowed.sum(axis=-1))[..., reader.q].mean(axis=-1)
     return HeadAnalysis(entropy=entropy_summary(nats, norm, valid), roles=RoleScores(roles),
                         fused_mean=fused, rollout=rollout_fused(fused, allowed=None if allowed.all() else allowed))
+
+
+def head_pass(att: np.ndarray, allowed: np.ndarray | None, row_weight: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(plogp (layer, head, q): sum_k p log(p + EPS) with p the weights of the allowed keys, fused (layer, q, k): the
+    mean over heads, column means (layer, head, k): sum over rows of row_weight * weight), from att (layer, head,
+    q, k) float32 C-contiguous in one pass over it."""
+    from attnviz import compiled
+
+    compiled.numba()
+    from attnviz.metrics.headkernel import ROWS, head_pass as kernel
+
+    n_layers, n_heads, n, n_keys = att.shape
+    plogp = np.empty((n_layers, n_heads, n), dtype=np.float32)
+    fused = compiled.aligned((n_layers, n, n_keys))
+    cols = compiled.aligned((n_layers, -(-n // ROWS), n_heads, n_keys))
+    mask = np.ones((1, 1), np.float32) if allowed is None else np.ascontiguousarray(allowed, dtype=np.float32)
+    compiled.threads()
+    kernel(att, mask, allowed is not None, np.float32(EPS), np.ascontiguousarray(row_weight, dtype=np.float32),
+           plogp, fused, cols)
+    return plogp, fused, cols.sum(axis=1)

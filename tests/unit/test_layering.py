@@ -69,6 +69,7 @@ def test_tools_stay_beside_the_app():
 
 # ------------------------------------------------------------------ the layout
 FOUNDATION = {"__init__", "cli", "types", "errors", "examples", "runtime", "units", "attention", "hooks", "extract", "compiled",
+              "vecmath",
               "capture", "export", "plotting", "progress", "timings"}
 FEATURES = {"models", "heatmap", "query_key", "metrics", "lab", "positional", "complexity", "training", "bench", "ui",
             "contrib", "attribution", "logit_lens", "decks", "words", "long", "atlas", "vision", "generate", "causal"}
