@@ -48,6 +48,7 @@ def configure_threads() -> int:
             _threads_set = cpu_threads()
             torch.set_num_threads(_threads_set)
             threadpool_limits(1, user_api="blas")
+            os.environ["OPENBLAS_NUM_THREADS"] = "1"  # for an OpenBLAS loaded later (scipy's own)
         return _threads_set
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import threading
 
 import pytest
@@ -93,6 +94,29 @@ def test_threads_set_once_to_cpu_count(monkeypatch):
     assert torch.get_num_threads() == n
     monkeypatch.setenv("ATTNVIZ_THREADS", "1")
     assert runtime.configure_threads() == n  # once per process: later calls change nothing
+
+
+def test_numpys_blas_has_one_thread_once_threads_are_set():
+    """In a new process: before configure_threads numpy's OpenBLAS has a thread per CPU (two here), after it one,
+    and torch keeps its count."""
+    import subprocess
+    import sys
+
+    code = ("import json, numpy, threadpoolctl, torch\n"
+            "def blas():\n"
+            "    return [i['num_threads'] for i in threadpoolctl.threadpool_info() if i['user_api'] == 'blas']\n"
+            "before = blas()\n"
+            "from attnviz import runtime\n"
+            "n = runtime.configure_threads()\n"
+            "print(json.dumps([before, blas(), n, torch.get_num_threads()]))\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+    env["ATTNVIZ_THREADS"] = "2"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr
+    before, after, n, torch_threads = json.loads(done.stdout.strip().splitlines()[-1])
+    assert before and max(before) == 2  # numpy's own OpenBLAS: a thread per CPU
+    assert after == [1] * len(before)
+    assert n == torch_threads == 2
 
 
 def test_lock_is_reentrant_so_nested_extract_does_not_deadlock():
