@@ -22,11 +22,10 @@ Notation, one layer, query i, key j, head h (H heads, d = d_model):
 
 How ALTI is computed (off the diagonal, where T_i(x_j) = u_ij, in the LayerNorm's scaled space for post-norm):
 with s_i = sign(y_i) (+1 where y_ik = 0),
-  ||y_i||_1 - ||y_i - T||_1 = s_i . T - 2 sum_k max(0, s_ik T_k - |y_ik|)
-exactly, component by component. The first term is linear in T; the second is nonzero only where T overshoots
-y_i's component, and is a sum of non-negative terms, so float32 keeps it exact relative to the contribution
-(subtracting two whole L1 norms would not). Both need every T_ijk = sum_h alpha^h_ij f_h(x_j)_k: pairs.pairs makes
-them key by key and reduces them in registers. The diagonal (T_i(x_i) holds the residual x_i) is computed directly.
+  ||y_i||_1 - ||y_i - T||_1 = sum_k min(s_ik T_k, 2|y_ik| - s_ik T_k)
+exactly, component by component: a term is s_ik T_k itself unless T overshoots y_i's component, so float32 keeps
+a small contribution exact relative to its size (subtracting two whole L1 norms would not). The sum needs every
+T_ijk = sum_h alpha^h_ij f_h(x_j)_k: pairs.pairs makes them key by key and reduces them in registers. The diagonal (T_i(x_i) holds the residual x_i) is computed directly.
 
 Only (query, key) matrices are kept; ||u_ij|| comes from each token's head Gram matrix f_h(x_j) . f_k(x_j)
 without building u at all (in the same pass)."""
