@@ -5,8 +5,11 @@ import pandas  # noqa: F401  imported fully up front: plotly's lazy look-up of p
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
+from attnviz.runtime import one_blas_thread
 from attnviz.ui import busy, decks, page, share, sidebar
 from attnviz.ui.registry import HOME, PAGES
+
+one_blas_thread()  # once per process: numpy's products on one thread (runtime.one_blas_thread)
 
 _presenting = ((st.query_params.get("present") == "1" or bool(st.session_state.get("present")))
                and st.query_params.get("end") != "1")  # a deck's End link leaves presentation mode

@@ -30,26 +30,41 @@ def cpu_threads() -> int:
 
 
 def configure_threads() -> int:
-    """Set torch's intra-op threads to the CPU count and numpy's BLAS to one thread, once per process; returns the
-    count.
+    """Set torch's intra-op threads to the CPU count and numpy's BLAS to one thread (one_blas_thread), once per
+    process; returns the count.
 
     Forward passes are serialised per model by LoadedModel.lock, so one pass at a time uses
-    every core and concurrent sessions queue instead of oversubscribing the cores. numpy's OpenBLAS keeps its
-    threads spinning for about a tenth of a second after each multi-threaded product, on cores torch, numba and the
-    browser then want: measured here, MiniLM's forward over 512 tokens took 164 ms right after six 512 x 512
-    numpy products and 75-100 ms otherwise. numpy's products in attnviz are small (rollout's, roles'), one thread
-    does them."""
+    every core and concurrent sessions queue instead of oversubscribing the cores."""
     global _threads_set
+    one_blas_thread()
     with _threads_lock:
         if _threads_set is None:
             import torch
-            from threadpoolctl import threadpool_limits
 
             _threads_set = cpu_threads()
             torch.set_num_threads(_threads_set)
+        return _threads_set
+
+
+_blas_lock = threading.Lock()
+_blas_set = False
+
+
+def one_blas_thread() -> None:
+    """Hold numpy's BLAS to one thread, once per process (the app calls it on its first run, before any page).
+
+    numpy's OpenBLAS keeps its threads spinning for about a tenth of a second after each multi-threaded product, on
+    cores torch, numba and the browser then want: measured here, MiniLM's forward over 512 tokens took 164 ms right
+    after six 512 x 512 numpy products and 75-100 ms otherwise. numpy's products in attnviz are small (rollout's
+    go through torch), one thread does them."""
+    global _blas_set
+    with _blas_lock:
+        if not _blas_set:
+            from threadpoolctl import threadpool_limits
+
             threadpool_limits(1, user_api="blas")
             os.environ["OPENBLAS_NUM_THREADS"] = "1"  # for an OpenBLAS loaded later (scipy's own)
-        return _threads_set
+            _blas_set = True
 
 
 # Forward passes over at most this many tokens (batch x positions) run on one torch thread.

@@ -119,6 +119,23 @@ def test_numpys_blas_has_one_thread_once_threads_are_set():
     assert n == torch_threads == 2
 
 
+def test_the_app_holds_numpys_blas_to_one_thread_without_torch():
+    """one_blas_thread (app.py's first run calls it, before any page) limits numpy's BLAS without importing torch."""
+    import subprocess
+    import sys
+
+    code = ("import json, sys, numpy, threadpoolctl\n"
+            "from attnviz.runtime import one_blas_thread\n"
+            "one_blas_thread()\n"
+            "print(json.dumps([[i['num_threads'] for i in threadpoolctl.threadpool_info() if i['user_api'] == 'blas'],"
+            " 'torch' in sys.modules]))\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr
+    blas, torch_imported = json.loads(done.stdout.strip().splitlines()[-1])
+    assert blas and set(blas) == {1} and not torch_imported
+
+
 def test_lock_is_reentrant_so_nested_extract_does_not_deadlock():
     loaded = tiny_loaded("bert")
     done = []
