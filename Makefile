@@ -22,8 +22,12 @@ $(VENV)/.dev: $(VENV)/.runtime requirements-dev.txt
 	$(PY) -m pip install -q -e ".[test]"
 	touch $@
 
+# the app's compiled loops into numba's on-disk cache, so that no page waits for their compilation (a few seconds
+# each); when they are compiled already, this loads them (about 2 s)
 setup: $(VENV)/.runtime
+	$(VENV)/bin/attnviz compile
 setup-dev: $(VENV)/.dev
+	$(VENV)/bin/attnviz compile
 
 run: setup
 	$(VENV)/bin/attnviz run --port $(PORT)
