@@ -156,8 +156,14 @@ _BUSY_JS = """() => {
 def wait_for_app(page, timeout: float = 90.0, settle: float = 1.0):
     """Wait until the Streamlit script has finished and the page has drawn: the app's script state
     not "running" (Streamlit 1.67 shows no status widget while a script runs), no running status,
-    no skeletons, every plotly chart rendered, stable for `settle` seconds."""
-    page.wait_for_selector('[data-testid="stApp"]', state="attached", timeout=timeout * 1000)
+    no skeletons, every plotly chart rendered, stable for `settle` seconds. Raises TimeoutError (Python's, also
+    when Playwright's own wait for the app's element runs out: a busy browser can take over a second to answer)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.wait_for_selector('[data-testid="stApp"]', state="attached", timeout=timeout * 1000)
+    except PlaywrightTimeout as e:
+        raise TimeoutError(f"the app's page was not there within {timeout:.0f} s") from e
     deadline = time.time() + timeout
     idle_since = None
     while time.time() < deadline:
