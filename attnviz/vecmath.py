@@ -13,9 +13,7 @@ from llvmlite import ir
 from numba.core import types
 from numba.extending import intrinsic
 
-from attnviz.compiled import TINY
-
-LOW = np.float32(-87.33654)  # log(TINY): exp below it is 0 (a denormal or less)
+LOW = np.float32(-87.33654)  # log of the smallest normal float32: exp below it is 0 (a denormal or less)
 LOG2E = np.float32(1.4426950408889634)
 LN2_HI = np.float32(0.693359375)  # ln 2 = LN2_HI + LN2_LO, the first part exact in a few bits
 LN2_LO = np.float32(-2.12194440e-4)
@@ -26,8 +24,6 @@ L0, L1, L2, L3, L4, L5, L6, L7, L8 = (np.float32(c) for c in (
     7.0376836292e-2, -1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1, 1.4249322787e-1, -1.6668057665e-1,
     2.0000714765e-1, -2.4999993993e-1, 3.3333331174e-1))
 NAN = np.float32(np.nan)
-
-__all__ = ["TINY", "exp_nonpositive", "log_positive", "float_from_bits", "bits_from_float"]
 
 
 @intrinsic

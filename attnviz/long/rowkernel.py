@@ -9,7 +9,8 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from attnviz.vecmath import TINY, exp_nonpositive
+from attnviz.compiled import TINY  # weights below it are set to 0 (no denormals)
+from attnviz.vecmath import exp_nonpositive
 
 
 @nb.njit(parallel=True, fastmath=True, cache=True)
