@@ -36,11 +36,11 @@ def configure_threads() -> int:
     Forward passes are serialised per model by LoadedModel.lock, so one pass at a time uses
     every core and concurrent sessions queue instead of oversubscribing the cores."""
     global _threads_set
-    one_blas_thread()
     with _threads_lock:
         if _threads_set is None:
             import torch
 
+            one_blas_thread()
             _threads_set = cpu_threads()
             torch.set_num_threads(_threads_set)
         return _threads_set

@@ -72,7 +72,7 @@ def rollout_fused(fused_layers: np.ndarray, *, residual: float = 0.5, discard_ra
                           keep_cols=keep_cols, allowed=allowed)
     # R_l = M_l @ R_(l-1), written over M_l. float32 products: rows still sum to 1 within ~1e-6
     # after 30 layers, at half float64's cost. torch's product uses every core (numpy's BLAS has one thread:
-    # runtime.configure_threads): 512 tokens, 6 layers, 4.5 ms against 8.7
+    # runtime.one_blas_thread): 512 tokens, 6 layers, 4.5 ms against 8.7
     import torch
 
     rolled = torch.from_numpy(out)

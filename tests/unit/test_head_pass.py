@@ -10,10 +10,9 @@ from attnviz.metrics.entropy import RowEntropy
 
 
 def _log(x: np.ndarray) -> np.ndarray:
-    compiled.numba()
+    nb = compiled.numba()
     from attnviz.vecmath import log_positive
 
-    nb = compiled.numba()
 
     @nb.njit
     def run(values, out):
