@@ -10,7 +10,7 @@ import numba as nb
 import numpy as np
 
 from attnviz.compiled import TINY  # weights below it are set to 0 (no denormals)
-from attnviz.vecmath import exp_nonpositive
+from attnviz.vecmath import exp_nonpositive, largest
 
 
 @nb.njit(parallel=True, fastmath=True, cache=True)
@@ -31,9 +31,7 @@ def softmax_rows(s, w, chunk, counted, base, sums, maxes, nats, rev):
                 continue
             srow = s[h, r]
             wrow = w[h, r]
-            top = np.float32(-3.0e38)
-            for k in range(K):
-                top = max(top, srow[k])
+            top = largest(srow)
             z = np.float32(0.0)
             zx = np.float32(0.0)  # sum_j e_j x_j with x_j = s_j - top: the entropy is log z - zx / z
             for k in range(K):
