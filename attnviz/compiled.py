@@ -2,9 +2,11 @@
 numba imported with as many threads as torch, and arrays on the boundary the loops' vector loads want."""
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 
@@ -27,11 +29,38 @@ def numba():
     if "numba" not in sys.modules:
         os.environ.setdefault("NUMBA_NUM_THREADS", str(threads))
         _wide_vectors()
+    drop_stale_cache()
     import numba as nb
 
     if nb.config.THREADING_LAYER == "default":
         nb.config.THREADING_LAYER = "threadsafe"
     return nb
+
+
+# the modules whose functions and constants the loops take in when compiled (inlined: not a call at run time)
+INLINED = ("vecmath.py", "compiled.py")
+STAMP = Path(__file__).resolve().parent / "__pycache__" / "compiled-loops.stamp"
+
+
+def drop_stale_cache() -> bool:
+    """Remove the package's compiled loops from numba's on-disk cache when a module they take in (INLINED) changed
+    since they were cached; True if it did. numba keys a cached loop by its own source file only, so a changed log
+    or exponential in vecmath.py would otherwise go on running in its old form in every loop cached before."""
+    root = STAMP.parent.parent
+    digest = hashlib.sha256(b"".join((root / name).read_bytes() for name in INLINED)).hexdigest()
+    try:
+        if STAMP.read_text(encoding="ascii") == digest:
+            return False
+    except OSError:
+        pass
+    try:
+        for cached in (*root.rglob("__pycache__/*.nbi"), *root.rglob("__pycache__/*.nbc")):
+            cached.unlink(missing_ok=True)
+        STAMP.parent.mkdir(exist_ok=True)
+        STAMP.write_text(digest, encoding="ascii")
+    except OSError:  # a package installed read-only: numba keeps its cache elsewhere
+        return False
+    return True
 
 
 def _wide_vectors() -> None:

@@ -7,7 +7,7 @@ import numpy as np
 
 from attnviz.metrics.entropy import EPS, RowEntropy, entropy_summary, result_masks
 from attnviz.metrics.roles import ROLE_KEYS, RoleReader, RoleScores, broadness
-from attnviz.metrics.rollout import rollout_fused
+from attnviz.metrics.rollout import RESIDUAL, roll
 
 
 @dataclass(frozen=True)
@@ -27,19 +27,22 @@ def analyse(result) -> HeadAnalysis:
     mask = None if allowed.all() else allowed
     ent = RowEntropy(mask, shape=(n, n))
     reader = RoleReader(result.tokens, result.special_mask, causal=result.facts.causal)
-    plogp, fused, cols = head_pass(att, mask, reader.row_weight)
-    roles = np.stack([reader.layer(att[layer], col_mean=cols[layer]) for layer in range(n_layers)], axis=1)
+    plogp, fused, cols, mix, near = head_pass(att, mask, reader.row_weight)
+    roles = np.stack([reader.layer(att[layer], col_mean=cols[layer], near=near[layer]) for layer in range(n_layers)],
+                     axis=1)
     nats, norm = ent.finish(plogp.reshape(-1, n), (n_layers, n_heads))
     roles[ROLE_KEYS.index("broad")] = broadness(nats, allowed.sum(axis=-1))[..., reader.q].mean(axis=-1)
     return HeadAnalysis(entropy=entropy_summary(nats, norm, valid), roles=RoleScores(roles),
-                        fused_mean=fused, rollout=rollout_fused(fused, allowed=None if allowed.all() else allowed))
+                        fused_mean=fused, rollout=roll(mix))
 
 
-def head_pass(att: np.ndarray, allowed: np.ndarray | None, row_weight: np.ndarray
-              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def head_pass(att: np.ndarray, allowed: np.ndarray | None, row_weight: np.ndarray, residual: float = RESIDUAL
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(plogp (layer, head, q): sum_k p log(p + EPS) with p the weights of the allowed keys, fused (layer, q, k): the
-    mean over heads, column means (layer, head, k): sum over rows of row_weight * weight), from att (layer, head,
-    q, k) float32 C-contiguous in one pass over it."""
+    mean over heads, column means (layer, head, k): sum over rows of row_weight * weight, mixing (layer, q, k):
+    rollout's matrices of the fused layers with this residual and nothing discarded, as rollout.mixing_matrices
+    makes them), near (layer, 3, head, q): each row's weight on key q, q - 1 and q + 1, 0 where there is none), from
+    att (layer, head, q, k) float32 C-contiguous in one pass over it."""
     from attnviz import compiled
 
     compiled.numba()
@@ -49,8 +52,10 @@ def head_pass(att: np.ndarray, allowed: np.ndarray | None, row_weight: np.ndarra
     plogp = np.empty((n_layers, n_heads, n), dtype=np.float32)
     fused = compiled.aligned((n_layers, n, n_keys))
     cols = compiled.aligned((n_layers, -(-n // ROWS), n_heads, n_keys))
+    mix = compiled.aligned((n_layers, n, n_keys))
+    near = np.zeros((n_layers, 3, n_heads, n), np.float32)
     mask = np.ones((1, 1), np.float32) if allowed is None else np.ascontiguousarray(allowed, dtype=np.float32)
     compiled.threads()
     kernel(att, mask, allowed is not None, np.float32(EPS), np.ascontiguousarray(row_weight, dtype=np.float32),
-           plogp, fused, cols)
-    return plogp, fused, cols.sum(axis=1)
+           np.float32(residual), plogp, fused, cols, mix, near)
+    return plogp, fused, cols.sum(axis=1), mix, near

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import unicodedata
+from functools import lru_cache
 from dataclasses import dataclass
 
 import numpy as np
@@ -76,6 +77,7 @@ def applicable_roles(scores: RoleScores, causal: bool) -> tuple[tuple[str, ...],
     return tuple(shown), left_out
 
 
+@lru_cache(maxsize=1 << 16)  # a vocabulary's tokens: each is classified once per process
 def is_punctuation(token: str) -> bool:
     """True for a token made only of punctuation characters (after dropping '##')."""
     t = token[2:] if token.startswith("##") else token
@@ -138,23 +140,32 @@ class RoleReader:
         self.col_groups = [(ROLE_KEYS.index(r), np.flatnonzero(pos[r])) for r in ("cls", "sep", "punct")
                            if pos[r].any()]
 
-    def layer(self, ms: np.ndarray, col_mean: np.ndarray | None = None) -> np.ndarray:
+    def layer(self, ms: np.ndarray, col_mean: np.ndarray | None = None, near: np.ndarray | None = None) -> np.ndarray:
         """float32 (role, head) scores of every head of one layer at once; ms: (head, query, key).
         The plain per-row definitions, vectorised (tests compare them): a mean over queries of the weight
         summed over a set of key columns is the sum over those columns of the column means, so one
         weighted column mean per head (a matrix-vector product) serves every column role.
-        col_mean: (head, key) row_weight @ ms, when the caller has it already."""
+        col_mean: (head, key) row_weight @ ms, when the caller has it already; near: (3, head, query) each row's
+        weight on key i, i - 1 and i + 1 (0 where there is none), when the caller has them already (read from ms,
+        they are a gather across 75 MB at 512 tokens, a cache miss each)."""
         out = np.full((len(ROLE_KEYS), ms.shape[0]), np.nan, dtype=np.float32)
         if col_mean is None:
             col_mean = self.row_weight @ ms  # (head, key): mean over the valid query rows
         out[self.idx["first"]] = col_mean[:, 0]
         for i, cols in self.col_groups:
             out[i] = col_mean[:, cols].sum(axis=1)
-        out[self.idx["self"]] = ms[:, self.q, self.q].mean(axis=1)
-        if self.qp.size:
-            out[self.idx["prev"]] = ms[:, self.qp, self.qp - 1].mean(axis=1)
-        if self.qn.size:
-            out[self.idx["next"]] = ms[:, self.qn, self.qn + 1].mean(axis=1)
+        if near is None:
+            out[self.idx["self"]] = ms[:, self.q, self.q].mean(axis=1)
+            if self.qp.size:
+                out[self.idx["prev"]] = ms[:, self.qp, self.qp - 1].mean(axis=1)
+            if self.qn.size:
+                out[self.idx["next"]] = ms[:, self.qn, self.qn + 1].mean(axis=1)
+        else:
+            out[self.idx["self"]] = near[0][:, self.q].mean(axis=1)
+            if self.qp.size:
+                out[self.idx["prev"]] = near[1][:, self.qp].mean(axis=1)
+            if self.qn.size:
+                out[self.idx["next"]] = near[2][:, self.qn].mean(axis=1)
         return out
 
 

@@ -7,6 +7,7 @@ from attnviz.errors import BadInput
 from attnviz.units import count_text
 
 HEAD_FUSIONS = ("mean", "max", "min")
+RESIDUAL = 0.5  # the identity's weight in each layer's matrix: the residual stream's share (Abnar & Zuidema)
 
 
 def fuse_heads(attention: np.ndarray, how: str = "mean") -> np.ndarray:
@@ -51,7 +52,7 @@ def check_discard(ratio: float) -> None:
                        "it is the fraction of the weakest attention weights dropped in each layer.")
 
 
-def rollout(attention: np.ndarray, *, head_fusion: str = "mean", residual: float = 0.5,
+def rollout(attention: np.ndarray, *, head_fusion: str = "mean", residual: float = RESIDUAL,
             discard_ratio: float = 0.0, keep_cols=(0,), allowed: np.ndarray | None = None) -> np.ndarray:
     """Rollout after every layer.
 
@@ -65,23 +66,26 @@ def rollout(attention: np.ndarray, *, head_fusion: str = "mean", residual: float
                          keep_cols=keep_cols, allowed=allowed)
 
 
-def rollout_fused(fused_layers: np.ndarray, *, residual: float = 0.5, discard_ratio: float = 0.0,
+def rollout_fused(fused_layers: np.ndarray, *, residual: float = RESIDUAL, discard_ratio: float = 0.0,
                   keep_cols=(0,), allowed: np.ndarray | None = None) -> np.ndarray:
     """rollout() from heads already fused: fused_layers (layer, n, n) -> (layer, n, n)."""
-    out = mixing_matrices(fused_layers, residual=residual, discard_ratio=discard_ratio,
-                          keep_cols=keep_cols, allowed=allowed)
-    # R_l = M_l @ R_(l-1), written over M_l. float32 products: rows still sum to 1 within ~1e-6
-    # after 30 layers, at half float64's cost. torch's product uses every core (numpy's BLAS has one thread:
-    # runtime.one_blas_thread): 512 tokens, 6 layers, 4.5 ms against 8.7
+    return roll(mixing_matrices(fused_layers, residual=residual, discard_ratio=discard_ratio,
+                                keep_cols=keep_cols, allowed=allowed))
+
+
+def roll(mixing: np.ndarray) -> np.ndarray:
+    """Rollout from each layer's mixing matrix (layer, n, n) float32 C-contiguous, written over it: R_l = M_l @ R_(l-1).
+    float32 products: rows still sum to 1 within ~1e-6 after 30 layers, at half float64's cost. torch's product uses
+    every core (numpy's BLAS has one thread: runtime.one_blas_thread): 512 tokens, 6 layers, 4.5 ms against 8.7."""
     import torch
 
-    rolled = torch.from_numpy(out)
-    for layer in range(1, out.shape[0]):
+    rolled = torch.from_numpy(mixing)
+    for layer in range(1, mixing.shape[0]):
         rolled[layer] = torch.matmul(rolled[layer], rolled[layer - 1])
-    return out
+    return mixing
 
 
-def mixing_matrices(fused_layers: np.ndarray, *, residual: float = 0.5, discard_ratio: float = 0.0,
+def mixing_matrices(fused_layers: np.ndarray, *, residual: float = RESIDUAL, discard_ratio: float = 0.0,
                     keep_cols=(0,), allowed: np.ndarray | None = None) -> np.ndarray:
     """Each layer's matrix as rollout and attention flow use it: the lowest discard_ratio of the
     fused weights dropped (never the keep_cols columns), M = (1 - residual) F + residual I, every

@@ -70,3 +70,30 @@ def test_attnviz_compile_leaves_every_loop_the_pages_use_in_numbas_cache(tmp_pat
     assert done.returncode == 0, done.stderr
     stats = json.loads(done.stdout.strip().splitlines()[-1])
     assert stats == {name: [1, 0] for name in ("head_pass", "spread", "rows", "pairs", "softmax_rows")}
+
+
+def test_the_cached_loops_are_dropped_when_a_module_they_take_in_changes(tmp_path, monkeypatch):
+    """numba keys a cached loop by its own file: a change to vecmath.py (the log and exponential the loops inline)
+    must remove the package's cached loops, and nothing else may."""
+    root = tmp_path / "attnviz"
+    for name in compiled.INLINED:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(f"# {name}\n")
+    (root / "long" / "__pycache__").mkdir(parents=True)
+    loops = [root / "long" / "__pycache__" / "rowkernel.softmax_rows-15.py311.nbi",
+             root / "long" / "__pycache__" / "rowkernel.softmax_rows-15.py311.1.nbc"]
+    other = root / "long" / "__pycache__" / "rowkernel.cpython-311.pyc"
+    for f in (*loops, other):
+        f.write_bytes(b"x")
+    monkeypatch.setattr(compiled, "STAMP", root / "__pycache__" / "compiled-loops.stamp")
+
+    assert compiled.drop_stale_cache() is True  # no stamp yet: nothing says the cache is current
+    assert not any(f.exists() for f in loops) and other.exists()
+    for f in loops:
+        f.write_bytes(b"x")  # compiled again
+    assert compiled.drop_stale_cache() is False
+    assert all(f.exists() for f in loops)
+    (root / "vecmath.py").write_text("# vecmath.py, a polynomial changed\n")
+    assert compiled.drop_stale_cache() is True
+    assert not any(f.exists() for f in loops) and other.exists()
+    assert compiled.drop_stale_cache() is False
