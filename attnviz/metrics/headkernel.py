@@ -12,15 +12,18 @@ ROWS = 32  # query rows per task: a layer of 512 tokens is 16 tasks
 
 
 @nb.njit(parallel=True, fastmath={"contract", "reassoc"}, cache=True)
-def head_pass(att, mask, masked, eps, row_weight, residual, plogp, fused, cols, mix, near):
+def head_pass(att, mask, masked, eps, row_weight, columns, residual, plogp, fused, cols, mix, near):
     """att (layer, head, q, k) float32, q = k; mask (q, k) float32 0/1, read only when `masked`; eps added inside the
-    log; row_weight (q,) the weight of each query row in the column means; residual: rollout's weight on the identity.
-    Written: plogp (layer, head, q) = sum_k p log(p + eps) with p = att * mask; fused (layer, q, k), zeros: the mean
-    over heads of att; cols (layer, task, head, k), zeros: sum over the task's rows of row_weight * att, the column
-    means in parts (summed over tasks after); mix (layer, q, k): rollout's matrices, (1 - residual) fused + residual
-    I with every row divided by its sum (a row summing to 0 is left undivided), as rollout.mixing_matrices makes
-    them without discarding; near (layer, 3, head, q), zeros: each row's weight on key q, q - 1 and q + 1 (where there
-    is one), which the self / previous / next token roles read."""
+    log; row_weight (q,) the weight of each query row in the column means; columns (c,) int64: the key columns whose
+    means are wanted; residual: rollout's weight on the identity. Written:
+    plogp (layer, head, q) = sum_k p log(p + eps) with p = att * mask;
+    fused (layer, q, k), zeros: the mean over heads of att;
+    cols (layer, task, head, c), zeros: sum over the task's rows of row_weight * att in each of `columns`, the column
+    means in parts (summed over tasks after);
+    mix (layer, q, k): rollout's matrices, (1 - residual) fused + residual I with every row divided by its sum (a row
+    summing to 0 is left undivided), as rollout.mixing_matrices makes them without discarding;
+    near (layer, 3, head, q), zeros: each row's weight on key q, q - 1 and q + 1 (where there is one), which the self /
+    previous / next token roles read."""
     L, H, n, K = att.shape
     tasks = (n + ROWS - 1) // ROWS
     for t in nb.prange(L * tasks):
@@ -39,16 +42,16 @@ def head_pass(att, mask, masked, eps, row_weight, residual, plogp, fused, cols, 
                     for k in range(K):
                         x = row[k]
                         frow[k] += x
-                        crow[k] += w * x
                         p = x * mrow[k]
                         s += p * log_positive(p + eps)
                 else:
                     for k in range(K):
                         x = row[k]
                         frow[k] += x
-                        crow[k] += w * x
                         s += x * log_positive(x + eps)
                 plogp[layer, h, q] = s
+                for c in range(columns.shape[0]):
+                    crow[c] += w * row[columns[c]]
                 near[layer, 0, h, q] = row[q]
                 if q >= 1:
                     near[layer, 1, h, q] = row[q - 1]

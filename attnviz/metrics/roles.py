@@ -139,6 +139,8 @@ class RoleReader:
         self.row_weight[self.q] = 1.0 / max(self.q.size, 1)
         self.col_groups = [(ROLE_KEYS.index(r), np.flatnonzero(pos[r])) for r in ("cls", "sep", "punct")
                            if pos[r].any()]
+        # the key columns layer() reads of col_mean: position 0 and every column role's
+        self.columns = np.unique(np.concatenate([[0], *(cols for _, cols in self.col_groups)])).astype(np.int64)
 
     def layer(self, ms: np.ndarray, col_mean: np.ndarray | None = None, near: np.ndarray | None = None) -> np.ndarray:
         """float32 (role, head) scores of every head of one layer at once; ms: (head, query, key).

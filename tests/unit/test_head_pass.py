@@ -84,3 +84,15 @@ def test_head_pass_gives_nan_for_a_negative_weight():
     att[0, 1, 2, 3] = -0.1
     plogp, _, _, _, _ = head_pass(att, None, np.full(4, 0.25, np.float32))
     assert np.isnan(plogp[0, 1, 2]) and np.isfinite(np.delete(plogp.ravel(), 1 * 4 + 2)).all()
+
+
+def test_head_pass_sums_only_the_columns_asked_for():
+    rng = np.random.default_rng(5)
+    att = rng.random((2, 3, 40, 40)).astype(np.float32)
+    att /= att.sum(-1, keepdims=True)
+    row_weight = rng.random(40).astype(np.float32)
+    columns = np.array([0, 7, 39])
+    _, _, cols, _, _ = head_pass(att, None, row_weight, columns)
+    full = np.einsum("q,lhqk->lhk", row_weight.astype(np.float64), att)
+    np.testing.assert_allclose(cols[..., columns], full[..., columns], rtol=1e-5)
+    assert (np.delete(cols, columns, axis=-1) == 0).all()
