@@ -66,6 +66,7 @@ def compile_loops() -> int:
     weights = np.full((1, 2, 3, 3), 1 / 3, np.float32)
     weights.flags.writeable = False  # as a result's attention is: read-only arrays are a type of their own
     head_pass(weights, None, np.full(3, 1 / 3, np.float32))
+    spread(weights[0], np.ones((2, 3), np.float32))  # a Contributions' weights are read-only too
     for heads in PACKAGED_HEADS:
         _, key_major = spread(np.full((heads, 3, 3), 1 / 3, np.float32), np.ones((heads, 3), np.float32))
         pairs(key_major, np.ones((heads, 3, 4), np.float32), np.ones((3, heads, heads), np.float32),

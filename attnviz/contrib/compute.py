@@ -106,7 +106,7 @@ def lens(result: AttentionResult, contrib: Contributions | None, quantity: str) 
         return result
     if contrib is None:
         raise BadInput("No contributions were computed for this input.")
-    if contrib.value_weighted.shape[2] != result.seq_len or contrib.n_layers != result.n_layers:
+    if contrib.seq_len != result.seq_len or contrib.n_layers != result.n_layers:
         raise BadInput("The contributions belong to another input than the one shown.")
     maps = lens_maps(contrib, quantity)
     # a lens shows the encoder's self-attention only: the decoder stacks keep their weights

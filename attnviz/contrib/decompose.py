@@ -36,7 +36,7 @@ from functools import cached_property
 
 import numpy as np
 
-from attnviz.compiled import aligned
+from attnviz.compiled import TINY, aligned
 from attnviz.contrib.pairs import pairs, spread
 from attnviz.types import LayerHeadShape
 
@@ -54,17 +54,19 @@ BLOCK_PARTS = {
 class Contributions(LayerHeadShape):
     """Value-weighted attention, ALTI and mixing ratios of every layer of one input.
 
-    value_weighted (layer, head, query, key): ||alpha f(x_j)|| per head (not normalised)
+    attention      per layer, (head, query, key): the attention weights the parts were recorded with
     value_norms    (layer, head, key): ||f_h(x_j)||, the length of each token's value vector per head
     value_layer    (layer, query, key): ||u_ij||, heads summed
     with_residual  (layer, query, key): value_layer with ||u_ii + x_i|| on the diagonal
     alti           (layer, query, key): ALTI contributions, rows sum to 1
     mixing         {MIXING name: (layer, query)}; "+ residual + LayerNorm" only for post-norm blocks
     rebuild_error  largest |y - rebuilt y| / max |y| over layers: how exactly the parts rebuild the block
+    and, made when first read from the weights and the value norms: value_weighted (layer, head, query, key),
+    ||alpha f(x_j)|| per head (not normalised), or one head's map (value_weighted_head).
     """
 
-    _SHAPE_OF = "value_weighted"
-    value_weighted: np.ndarray
+    _SHAPE_OF = "value_norms"
+    attention: tuple
     value_norms: np.ndarray
     value_layer: np.ndarray
     with_residual: np.ndarray
@@ -74,8 +76,25 @@ class Contributions(LayerHeadShape):
     rebuild_error: float = 0.0
 
     def __post_init__(self):
-        for arr in (self.value_weighted, self.value_norms, self.value_layer, self.with_residual, self.alti, *self.mixing.values()):
+        for arr in (*self.attention, self.value_norms, self.value_layer, self.with_residual, self.alti,
+                    *self.mixing.values()):
             arr.flags.writeable = False
+
+    # The per-head value-weighted maps are the weights times each key's value norm: 75 MB for MiniLM at 512 tokens,
+    # made when a view asks for them (a lens over every head), not with the rest; one head's map is made alone.
+    @cached_property
+    def value_weighted(self) -> np.ndarray:
+        """(layer, head, query, key): alpha^h_ij ||f_h(x_j)||, weights below the smallest normal float32 as 0."""
+        out = aligned((self.n_layers, *self.attention[0].shape))
+        key_major = aligned((self.seq_len, self.n_heads, self.attention[0].shape[1]))
+        for layer, weights in enumerate(self.attention):
+            spread(weights, self.value_norms[layer], out[layer], key_major)
+        return _read_only(out)
+
+    def value_weighted_head(self, layer: int, head: int) -> np.ndarray:
+        """(query, key): one head's value-weighted map, as value_weighted[layer, head]."""
+        weights = self.attention[layer][head]
+        return np.where(weights >= TINY, weights * self.value_norms[layer, head][None, :], np.float32(0.0))
 
     # The rollouts are kept once computed: a cached Contributions is shared by every rerun of the pages
     # that draw them (30 products of n x n matrices per rollout for SmolLM2).
@@ -103,10 +122,12 @@ class Contributions(LayerHeadShape):
         return out
 
 
-def layer(parts, value_weighted: np.ndarray | None = None, key_major: np.ndarray | None = None) -> dict:
+def layer(parts, value_weighted: np.ndarray | None = None, key_major: np.ndarray | None = None, *,
+          head_maps: bool = True) -> dict:
     """Every contribution quantity of one layer (numpy float32 arrays; see the module docstring).
     value_weighted: a float32 (head, q, k) array to write the per-head value-weighted attention into;
-    key_major: a (key, head, q) scratch array for the weights (pairs.spread), reused from layer to layer."""
+    key_major: a (key, head, q) scratch array for the weights (pairs.spread), reused from layer to layer;
+    head_maps: False leaves the per-head value-weighted maps out (value_weighted is then None)."""
     import torch
 
     A, V, W, b, x, y = parts.attention, parts.values, parts.w_out, parts.b_out, parts.x, parts.y
@@ -116,7 +137,7 @@ def layer(parts, value_weighted: np.ndarray | None = None, key_major: np.ndarray
     # f_h(x_j): (head, key, d) = values (key, head, d_head) through head h's columns of W_O
     F = torch.bmm(V.permute(1, 0, 2), W.view(d, H, d_head).permute(1, 2, 0))
     fnorm = torch.linalg.vector_norm(F, dim=-1)  # (head, key)
-    vw_head, Ak = spread(A.numpy(), fnorm.numpy(), value_weighted, key_major)  # (head, q, k), (key, head, q)
+    vw_head, Ak = spread(A.numpy(), fnorm.numpy(), value_weighted if head_maps else False, key_major)
 
     # sum_j u_ij: (q, d), as the model computes it: the heads' outputs side by side through W_O
     received = torch.bmm(A, V.permute(1, 0, 2)).transpose(0, 1).reshape(n, H * d_head) @ W.T
@@ -191,18 +212,16 @@ def decompose(layers) -> Contributions:
     """Contributions of every layer from [parts.LayerParts] (one forward's record)."""
     import torch
 
-    # the largest part (layer, head, q, k) is written in place: stacking it would copy 75 MB at 512 tokens
-    value_weighted = aligned((len(layers), *layers[0].attention.shape))
     key_major = aligned(layers[0].attention.permute(2, 0, 1).shape)
     with torch.inference_mode():
-        per = [layer(p, value_weighted[l], key_major) for l, p in enumerate(layers)]
+        per = [layer(p, key_major=key_major, head_maps=False) for p in layers]
     names = per[0]["mixing"].keys()
 
     def stacked(key):  # every part is float32 already: one copy
         return np.stack([p[key] for p in per])
 
     return Contributions(
-        value_weighted=value_weighted, value_norms=stacked("value_norms"),
+        attention=tuple(p.attention.numpy() for p in layers), value_norms=stacked("value_norms"),
         value_layer=stacked("value_layer"), with_residual=stacked("with_residual"), alti=stacked("alti"),
         mixing={k: np.stack([p["mixing"][k] for p in per]) for k in names},
         post_norm=per[0]["post_norm"],

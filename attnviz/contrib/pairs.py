@@ -8,7 +8,8 @@ space, s_i = sign(y_i) and G_j = the Gram matrix f_h(x_j) . f_m(x_j) in the mode
   weight      sum_h a_hi                                  zero for a key no head of row i attends to
 T_ij is made and reduced in registers, two components at a time, so its n^2 d values never go through memory:
 made by a GEMM of inner dimension H and reduced by passes over its output, they would be bound by memory.
-spread() writes the value-weighted maps and the key-major copy of the weights that the pass reads in one read."""
+spread() writes the key-major copy of the weights that the pass reads, and when asked the value-weighted maps, in one
+read of the weights."""
 from __future__ import annotations
 
 from functools import lru_cache
@@ -86,8 +87,8 @@ def _spreader():
     B, tiny = _QUERY_BLOCK, compiled.TINY
 
     @numba.njit(parallel=True, fastmath={"contract"}, cache=True)
-    def run(A, fnorm, vw, Ak):
-        # A (head, q, k); fnorm (head, k); vw (head, q, k) = A * fnorm; Ak (key, head, q) = A's copy
+    def run(A, fnorm, vw, Ak, maps):
+        # A (head, q, k); fnorm (head, k); vw (head, q, k) = A * fnorm, written when `maps`; Ak (key, head, q) = A's copy
         heads, n_q, n_keys = A.shape
         n_blocks = (n_q + B - 1) // B
         for t in numba.prange(heads * n_blocks):
@@ -95,7 +96,7 @@ def _spreader():
             i0 = (t % n_blocks) * B
             i1 = min(n_q, i0 + B)
             fn = fnorm[h]
-            for i in range(i0, i1):
+            for i in range(i0, i1 if maps else i0):
                 row = A[h, i]
                 out = vw[h, i]
                 for j in range(n_keys):
@@ -110,16 +111,17 @@ def _spreader():
     return run
 
 
-def spread(A: np.ndarray, fnorm: np.ndarray, vw: np.ndarray | None = None, Ak: np.ndarray | None = None):
+def spread(A: np.ndarray, fnorm: np.ndarray, vw=None, Ak: np.ndarray | None = None):
     """(vw, Ak): the value-weighted attention A * fnorm (head, q, k) and A's key-major copy (key, head, q) that
     pairs() takes, weights below the smallest normal float32 as 0, written into the arrays given (of those shapes,
-    float32, C order) or new ones."""
+    float32, C order) or new ones; vw=False: the copy alone (vw returned as None)."""
     heads, n_q, n_keys = A.shape
-    vw = compiled.aligned(A.shape) if vw is None else vw
+    maps = vw is not False
+    vw = (compiled.aligned(A.shape) if vw is None else vw) if maps else np.empty((0, 0, 0), np.float32)
     Ak = compiled.aligned((n_keys, heads, n_q)) if Ak is None else Ak
     compiled.threads()
-    _spreader()(np.ascontiguousarray(A, np.float32), np.ascontiguousarray(fnorm, np.float32), vw, Ak)
-    return vw, Ak
+    _spreader()(np.ascontiguousarray(A, np.float32), np.ascontiguousarray(fnorm, np.float32), vw, Ak, maps)
+    return (vw if maps else None), Ak
 
 
 def pairs(Ak: np.ndarray, F: np.ndarray, G: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -14,7 +14,7 @@ def received(attention: np.ndarray, c: Contributions, layer: int, head: int) -> 
     and the value-weighted share (each row rescaled to sum to 1, like the weights)."""
     return {
         "attention weight": attention[layer, head].mean(axis=0),
-        "value-weighted share": rows_normalised(c.value_weighted[layer, head]).mean(axis=0),
+        "value-weighted share": rows_normalised(c.value_weighted_head(layer, head)).mean(axis=0),
     }
 
 

@@ -36,7 +36,8 @@ def test_a_cpu_chosen_by_the_user_is_left_as_it_is(monkeypatch):
 
 def test_attnviz_compile_leaves_every_loop_the_pages_use_in_numbas_cache(tmp_path):
     """`attnviz compile` (make setup runs it) into an empty cache; then, in a new process, the analysis's pass on a
-    result's read-only weights, the contributions' loops for MiniLM's 12 heads and the long rows' loop all load
+    result's read-only weights, the contributions' loops for MiniLM's 12 heads (the maps' from read-only weights too)
+    and the long rows' loop all load
     from the cache, none is compiled."""
     import json
     import os
@@ -58,6 +59,7 @@ def test_attnviz_compile_leaves_every_loop_the_pages_use_in_numbas_cache(tmp_pat
             "w.flags.writeable = False\n"
             "head_pass(w, np.tril(np.ones((7, 7), bool)), np.full(7, 1 / 7, np.float32))\n"
             "_, ak = spread(np.array(w[0]), np.ones((12, 7), np.float32))\n"  # writable, as a tensor's numpy()
+            "spread(w[0], np.ones((12, 7), np.float32))\n"  # read-only: a Contributions' weights, for its maps
             "pairs(ak, np.ones((12, 7, 5), np.float32), np.ones((7, 12, 12), np.float32),"
             " np.ones((7, 5), np.float32))\n"
             "s = torch.zeros((3, 8, 8))\n"
@@ -69,7 +71,7 @@ def test_attnviz_compile_leaves_every_loop_the_pages_use_in_numbas_cache(tmp_pat
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, env=env)
     assert done.returncode == 0, done.stderr
     stats = json.loads(done.stdout.strip().splitlines()[-1])
-    assert stats == {name: [1, 0] for name in ("head_pass", "spread", "rows", "pairs", "softmax_rows")}
+    assert stats == {"head_pass": [1, 0], "spread": [2, 0], "rows": [1, 0], "pairs": [1, 0], "softmax_rows": [1, 0]}
 
 
 def test_the_cached_loops_are_dropped_when_a_module_they_take_in_changes(tmp_path, monkeypatch):

@@ -98,6 +98,8 @@ def test_parts_rebuild_the_block_and_match_the_straightforward_way(arch):
         np.testing.assert_allclose(c.alti[l], ref["alti"], atol=2e-5)
         np.testing.assert_allclose(c.value_layer[l], ref["value_layer"], rtol=1e-4, atol=1e-5)
         np.testing.assert_allclose(c.value_weighted[l], ref["value_weighted"], rtol=1e-4, atol=1e-6)
+        for h in range(c.n_heads):  # one head's map made alone is the same map
+            np.testing.assert_array_equal(c.value_weighted_head(l, h), c.value_weighted[l, h])
     np.testing.assert_allclose(c.alti.sum(-1), 1.0, atol=1e-5)  # ALTI rows sum to 1
     if arch == "llama":  # causal: nothing flows from later tokens
         assert np.abs(np.triu(c.alti[0], 1)).max() == 0 and np.abs(np.triu(c.value_layer[0], 1)).max() == 0
