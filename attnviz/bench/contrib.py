@@ -1,6 +1,6 @@
-"""Contributions figures: contrib_ratio_512 = value-weighted attention + mixing
-ratios + ALTI for every layer at 512 tokens on the default model, over one eager forward with
-attentions (the maths on the recorded block parts); contrib_total_ratio_512 = the whole
+"""Contributions figures: contrib_ratio_512 = value-weighted attention (heads summed; each head's map is made
+when a view reads it) + mixing ratios + ALTI for every layer at 512 tokens on the default model, over one eager
+forward with attentions (the maths on the recorded block parts); contrib_total_ratio_512 = the whole
 contributions() call (its own recorded forward included) over the same forward."""
 from __future__ import annotations
 
