@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from tests.browser.helpers import exception_texts, nav_to
+from tests.browser.helpers import PlaywrightTimeout, exception_texts, nav_to
 from tests.conftest import CONTEXT, wait_for_app
 
 pytestmark = pytest.mark.browser
@@ -116,7 +116,10 @@ def test_presenting_keeps_the_deck_and_its_unsaved_edits(browser, app_server):
         box.first.get_by_label("Slide title").fill("Focused heads")
         box.first.get_by_role("button", name="Add this view").click()
         # the caption's count stays; the "Added slide" line before it shows for one rerun only
-        box.first.get_by_text(re.compile(r"The deck has 17 slides")).first.wait_for(timeout=90_000)
+        try:
+            box.first.get_by_text(re.compile(r"The deck has 17 slides")).first.wait_for(timeout=90_000)
+        except PlaywrightTimeout:  # say what the box shows instead (an error from the addition, or the old count)
+            raise AssertionError(f"the deck box shows: {box.first.inner_text(timeout=5_000)!r}") from None
         nav_to(page, "Lecture deck", "Learn")
         page.locator("[data-testid=stMain] h3", has_text="17 slides").first.wait_for(timeout=90_000)
         page.get_by_role("button", name="Start presenting").click()
