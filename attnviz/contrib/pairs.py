@@ -88,7 +88,8 @@ def _spreader():
 
     @numba.njit(parallel=True, fastmath={"contract"}, cache=True)
     def run(A, fnorm, vw, Ak, maps):
-        # A (head, q, k); fnorm (head, k); vw (head, q, k) = A * fnorm, written when `maps`; Ak (key, head, q) = A's copy
+        # A (head, q, k); fnorm (head, k); vw (head, q, k) = A * fnorm, written when `maps`;
+        # Ak (key, head, q) = A's copy
         heads, n_q, n_keys = A.shape
         n_blocks = (n_q + B - 1) // B
         for t in numba.prange(heads * n_blocks):

@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import unicodedata
-from functools import lru_cache
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
