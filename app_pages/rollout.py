@@ -5,7 +5,8 @@ import streamlit as st
 from attnviz.errors import AttnvizError
 from attnviz.metrics.entropy import result_masks
 from attnviz.metrics.flow import MAX_FLOW_TOKENS, flow_shares
-from attnviz.metrics.rollout import HEAD_FUSIONS, contributions, fuse_heads, mixing_matrices, rollout_fused
+from attnviz.metrics.rollout import (HEAD_FUSIONS, RESIDUAL, contributions, fuse_heads, mixing_matrices,
+                                     rollout_fused)
 from attnviz.metrics.figures import grouped_token_bars, matrix_heatmap, token_bars
 from attnviz.ui import metrics as aw
 from attnviz.ui.sidebar import require_result
@@ -37,7 +38,7 @@ analysis = aw.analysis_of_sidebar(result=result)
 n, n_layers = result.seq_len, result.n_layers
 
 bind({"ro_fusion": str, "ro_residual": float, "ro_discard": float, "ro_layer": int, "ro_target": int})
-for _k, _v in (("ro_residual", 0.5), ("ro_discard", 0.0)):
+for _k, _v in (("ro_residual", RESIDUAL), ("ro_discard", 0.0)):
     st.session_state.setdefault(_k, _v)
 if not 0 <= st.session_state.get("ro_layer", n_layers - 1) < n_layers:  # another model has fewer layers
     st.session_state["ro_layer"] = n_layers - 1
@@ -55,7 +56,7 @@ discard = c3.number_input("Discard ratio", step=0.05, format="%.2f", key="ro_dis
 allowed, _ = result_masks(result)
 allowed = None if allowed.all() else allowed
 try:
-    if fusion == "mean" and residual == 0.5 and discard == 0.0:
+    if fusion == "mean" and residual == RESIDUAL and discard == 0.0:  # what the analysis computed
         fused, rolled = analysis.fused_mean, analysis.rollout
     else:
         fused = fuse_heads(result.attention, fusion)
