@@ -18,11 +18,50 @@ from attnviz.ui.present import PART_BOX, apply_presentation
 DECK_SLOT, SLOT, HOLDER, FULL = "_closing_deck", "_closing_slot", "_closing_holder", "_full_run"
 PARTS = "_part_counters"  # each part's first automatic figure number in the last full run
 
+# Streamlit fades the elements a run has not yet redrawn (opacity .33 after 0.5 s, over 1 s) by giving each of them
+# an opacity transition when the run starts: on every click, every element of the page takes a pending transition,
+# and the browser composites and paints them again at the run's start and end, also when the run ends long before
+# the fade would begin. Here the fade starts from one class on the document, set when a run has lasted 0.5 s, so a
+# quick run leaves the elements' styles alone and a slow one fades them as before.
+SLOW_RUN_MS = 500
+FADE_SLOW_RUNS = """<style>
+.st-key-page_scripts, [data-testid='stLayoutWrapper']:has(> .st-key-page_scripts) { display: none; }
+[data-stale='true'] { opacity: 1 !important; transition: none !important; }
+html.attnviz-slow-run [data-stale='true'] { opacity: .33 !important; transition: opacity 1s ease-in !important; }
+</style>
+<script>
+(() => {
+  if (window.__attnvizSlowRuns) return;
+  window.__attnvizSlowRuns = true;
+  const root = document.documentElement;
+  let timer = null;
+  const watch = () => {
+    const app = document.querySelector('[data-testid="stApp"]');
+    if (!app) { setTimeout(watch, 50); return; }
+    const update = () => {
+      if (app.getAttribute('data-test-script-state') === 'running') {
+        if (timer === null && !root.classList.contains('attnviz-slow-run')) {
+          timer = setTimeout(() => { timer = null; root.classList.add('attnviz-slow-run'); }, %d);
+        }
+      } else {
+        if (timer !== null) { clearTimeout(timer); timer = null; }
+        root.classList.remove('attnviz-slow-run');
+      }
+    };
+    new MutationObserver(update).observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
+    update();
+  };
+  watch();
+})();
+</script>""" % SLOW_RUN_MS
+
 
 def begin(page: str) -> None:
-    """Called by app.py before the sidebar: the shared keys from the link or the last run, a fresh
-    figure count, and presentation mode's styles."""
+    """Called by app.py before the sidebar: the shared keys from the link or the last run, the fade of a slow run's
+    outdated elements (FADE_SLOW_RUNS), a fresh figure count, and presentation mode's styles."""
     share.start_run(page)
+    with st.container(key="page_scripts"):  # hidden; its script acts once per page load
+        st.html(FADE_SLOW_RUNS, unsafe_allow_javascript=True)
     reset_counter()
     apply_presentation()
     st.session_state[FULL] = True
