@@ -35,23 +35,21 @@ html.attnviz-slow-run [data-stale='true'] { opacity: .33 !important; transition:
   window.__attnvizSlowRuns = true;
   const root = document.documentElement;
   let timer = null;
-  const watch = () => {
+  // the app's script state, read afresh each time (whichever element carries it now)
+  const update = () => {
     const app = document.querySelector('[data-testid="stApp"]');
-    if (!app) { setTimeout(watch, 50); return; }
-    const update = () => {
-      if (app.getAttribute('data-test-script-state') === 'running') {
-        if (timer === null && !root.classList.contains('attnviz-slow-run')) {
-          timer = setTimeout(() => { timer = null; root.classList.add('attnviz-slow-run'); }, %d);
-        }
-      } else {
-        if (timer !== null) { clearTimeout(timer); timer = null; }
-        root.classList.remove('attnviz-slow-run');
+    if (app && app.getAttribute('data-test-script-state') === 'running') {
+      if (timer === null && !root.classList.contains('attnviz-slow-run')) {
+        timer = setTimeout(() => { timer = null; root.classList.add('attnviz-slow-run'); }, %d);
       }
-    };
-    new MutationObserver(update).observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
-    update();
+    } else {
+      if (timer !== null) { clearTimeout(timer); timer = null; }
+      root.classList.remove('attnviz-slow-run');
+    }
   };
-  watch();
+  new MutationObserver(update).observe(root, {subtree: true, attributes: true,
+                                              attributeFilter: ['data-test-script-state']});
+  update();
 })();
 </script>""" % SLOW_RUN_MS
 
