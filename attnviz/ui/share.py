@@ -8,6 +8,10 @@ import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
 # Keys every page shares, with their types. Pages add their own with bind().
+# How long a note about the link itself stays on screen: a link's page may take seconds to load (a model's first
+# load), and Streamlit's short notes go after 4 s
+LINK_NOTE_SECONDS = 12
+
 GLOBAL_KEYS: dict[str, type] = {
     "model_choice": str, "custom_model": str, "text": str, "use_pair": bool, "text_pair": str,
     "layer": int, "head": int, "present": bool, "lens": str, "words": bool,
@@ -140,7 +144,7 @@ def start_run(page: str = "") -> None:
     dropped = st.session_state.pop(_LINK_RESET, None)
     if dropped:
         st.toast("Some settings in the link were out of range, so this view uses the defaults for: "
-                 + ", ".join(dropped) + ".", icon=":material/link_off:")
+                 + ", ".join(dropped) + ".", icon=":material/link_off:", duration=LINK_NOTE_SECONDS)
 
 
 def _one_history_entry_per_page() -> None:

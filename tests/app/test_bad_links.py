@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from attnviz.ui.share import LINK_NOTE_SECONDS
 from tests.conftest import APP
 
 ROOT = Path(APP).parent
@@ -50,6 +51,8 @@ def test_out_of_range_slider_value_is_dropped_with_a_notice():
     assert not at.exception
     assert at.slider(key="ro_residual").value == 0.5  # the default
     assert "ro_residual" in " ".join(t.value for t in at.toast)
+    # a note about the link stays long enough to be read after a slow first load (a short one goes after 4 s)
+    assert [t.proto.duration for t in at.toast] == [LINK_NOTE_SECONDS] and LINK_NOTE_SECONDS >= 10
     ok = AppTest.from_file(APP, default_timeout=180)  # control: in-range link values are kept
     ok.query_params.update({"ro_residual": "0.7", "ro_fusion": "max"})
     ok.run()
@@ -66,9 +69,12 @@ def _heatmap_with_lens(value: str) -> tuple[AppTest, str]:
     at.query_params.update({"lens": value})
     at.run()
     notices = [t.value for t in at.toast]
+    durations = [t.proto.duration for t in at.toast]
     at.switch_page("app_pages/heatmap.py")
     at.run()
     assert not at.exception
+    durations += [t.proto.duration for t in at.toast]
+    assert set(durations) <= {LINK_NOTE_SECONDS}  # a note about the link stays long enough to be read
     return at, " ".join(notices + [t.value for t in at.toast])
 
 

@@ -91,9 +91,10 @@ def test_a_link_s_lens_is_read_without_regard_to_case_and_an_unknown_one_is_said
     assert page.locator("h3").filter(has_text="heads summed (ALTI)").count() == 1
     assert url_params(page).get("lens") == "ALTI"
     page.goto(app_server.url + "/heatmap?lens=gradients")
-    wait_for_app(page)
+    # the note comes with the run's first elements and stays LINK_NOTE_SECONDS: read it before waiting for the rest
     toast = page.locator('[data-testid="stToast"]').filter(has_text="'gradients'")
-    toast.wait_for(timeout=30_000)
+    toast.wait_for(timeout=60_000)
     assert "attention weights" in toast.inner_text()
+    wait_for_app(page)
     assert group.locator("input:checked").evaluate("el => el.closest('label').innerText").strip() == "attention weights"
     assert not exception_texts(page)
