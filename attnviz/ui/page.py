@@ -25,7 +25,6 @@ PARTS = "_part_counters"  # each part's first automatic figure number in the las
 # quick run leaves the elements' styles alone and a slow one fades them as before.
 SLOW_RUN_MS = 500
 FADE_SLOW_RUNS = """<style>
-.st-key-page_scripts, [data-testid='stLayoutWrapper']:has(> .st-key-page_scripts) { display: none; }
 [data-stale='true'] { opacity: 1 !important; transition: none !important; }
 html.attnviz-slow-run [data-stale='true'] { opacity: .33 !important; transition: opacity 1s ease-in !important; }
 </style>
@@ -54,12 +53,19 @@ html.attnviz-slow-run [data-stale='true'] { opacity: .33 !important; transition:
 </script>""" % SLOW_RUN_MS
 
 
+def page_scripts() -> None:
+    """The page's own scripts in one hidden block, the first element of every run (each acts once per page load):
+    one history entry per page (share.HISTORY_JS) and the fade of a slow run's outdated elements (FADE_SLOW_RUNS)."""
+    with st.container(key="page_scripts"):
+        st.html("<style>.st-key-page_scripts, [data-testid='stLayoutWrapper']:has(> .st-key-page_scripts) "
+                "{ display: none; }</style>" + share.HISTORY_JS + FADE_SLOW_RUNS, unsafe_allow_javascript=True)
+
+
 def begin(page: str) -> None:
-    """Called by app.py before the sidebar: the shared keys from the link or the last run, the fade of a slow run's
-    outdated elements (FADE_SLOW_RUNS), a fresh figure count, and presentation mode's styles."""
+    """Called by app.py before the sidebar: the page's scripts, the shared keys from the link or the last run, a
+    fresh figure count, and presentation mode's styles."""
+    page_scripts()
     share.start_run(page)
-    with st.container(key="page_scripts"):  # hidden; its script acts once per page load
-        st.html(FADE_SLOW_RUNS, unsafe_allow_javascript=True)
     reset_counter()
     apply_presentation()
     st.session_state[FULL] = True

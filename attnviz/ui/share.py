@@ -7,11 +7,11 @@ from urllib.parse import urlencode
 import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
-# Keys every page shares, with their types. Pages add their own with bind().
 # How long a note about the link itself stays on screen: a link's page may take seconds to load (a model's first
 # load), and Streamlit's short notes go after 4 s
 LINK_NOTE_SECONDS = 12
 
+# Keys every page shares, with their types. Pages add their own with bind().
 GLOBAL_KEYS: dict[str, type] = {
     "model_choice": str, "custom_model": str, "text": str, "use_pair": bool, "text_pair": str,
     "layer": int, "head": int, "present": bool, "lens": str, "words": bool,
@@ -38,7 +38,7 @@ _LAST_PAGE = "_share_last_page"  # the page whose run last ended
 # Streamlit's browser side adds a history entry each time a run changes the query string, so Back
 # stepped through every run of a page. This makes an entry for the same page replace the current one:
 # each page visited is one entry, and Back returns to the previous page in one press.
-_HISTORY_JS = """<script>
+HISTORY_JS = """<script>
 (() => {
   const h = window.history;
   if (h.__attnvizOneEntryPerPage) return;
@@ -133,8 +133,7 @@ def open_link(keep: tuple[str, ...] = ()) -> None:
 
 def start_run(page: str = "") -> None:
     """Called by app.py before the sidebar: restore the shared keys, forget last run's page keys.
-    `page` is the URL path of the page this run shows."""
-    _one_history_entry_per_page()
+    `page` is the URL path of the page this run shows. HISTORY_JS is in the page before it (ui.page's scripts)."""
     st.session_state[_PAGE] = page
     st.session_state[_PAGE_KEYS] = {}
     st.session_state[_REVIVED] = set()
@@ -145,14 +144,6 @@ def start_run(page: str = "") -> None:
     if dropped:
         st.toast("Some settings in the link were out of range, so this view uses the defaults for: "
                  + ", ".join(dropped) + ".", icon=":material/link_off:", duration=LINK_NOTE_SECONDS)
-
-
-def _one_history_entry_per_page() -> None:
-    """Installs _HISTORY_JS in the page (first element of every run, hidden; it acts once per page load)."""
-    with st.container(key="share_history"):
-        st.html(_HISTORY_JS, unsafe_allow_javascript=True)
-    st.html("<style>.st-key-share_history, [data-testid='stLayoutWrapper']:has(> .st-key-share_history) "
-            "{ display: none; }</style>")
 
 
 def stopped_early() -> None:
@@ -266,7 +257,7 @@ def sync_url(early: bool = False) -> None:
         return
     if early and _LAST_PAGE not in st.session_state:
         return  # the first run after a page load: the browser shows the address just opened, and a
-        # write this early would come before _HISTORY_JS is in the page (an extra history entry)
+        # write this early would come before HISTORY_JS is in the page (an extra history entry)
     if not early:
         keep_values()
     params = current_params()

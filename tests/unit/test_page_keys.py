@@ -36,14 +36,14 @@ GLOBAL_KEYS: dict[str, str] = {
     "deck_new_notes": "its notes", "deck_bar": "the slide bar while presenting", "deck_controls": "its buttons",
     "deck_end": "its End button", "deck_slides": "its slide list", "_deck_*": "the deck module's own bookkeeping",
     # links and figure exports
-    "_share_*": "links: the values kept across pages and read from the URL", "share_history": "link history",
+    "_share_*": "links: the values kept across pages and read from the URL",
     "batch_export": "every figure of the page as one zip", "_figure_counter": "figures drawn in this run",
     "_page_figures": "the figures of this run, for that zip",
     "_figures_of_parts": "the figures each part showed last, dropped from that zip when it reruns",
     # a page's run and its parts that rerun alone (ui.page)
     "_closing_slot": "where the sidebar's closing boxes go", "_closing_deck": "where the deck's box goes", "_closing_holder": "a part's place for them",
     "_full_run": "a full run is under way", "_part_counters": "each part's first automatic figure number",
-    "page_scripts": "the hidden block of the fade of a slow run's outdated elements",
+    "page_scripts": "the hidden block of the page's own scripts (link history, the fade of a slow run)",
     # the guided tour: its keys end with the page's name (tour_on_<page>), so each page has its own
     "tour_*": "the guided tour's steps of each page",
 }
