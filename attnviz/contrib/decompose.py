@@ -136,7 +136,10 @@ def layer(parts, value_weighted: np.ndarray | None = None, key_major: np.ndarray
     d_head = V.shape[-1]
     # f_h(x_j): (head, key, d) = values (key, head, d_head) through head h's columns of W_O
     F = torch.bmm(V.permute(1, 0, 2), W.view(d, H, d_head).permute(1, 2, 0))
-    fnorm = torch.linalg.vector_norm(F, dim=-1)  # (head, key)
+    # ||u_ij|| from the Gram matrix of each key's head vectors (key, head, head): ||u_ij||^2 = a_ij . G_j a_ij; its
+    # diagonal holds the value norms ||f_h(x_j)||^2
+    gram = torch.bmm(F.permute(1, 0, 2), F.permute(1, 2, 0))
+    fnorm = torch.diagonal(gram, dim1=1, dim2=2).T.clamp_min(0).sqrt().contiguous()  # (head, key)
     vw_head, Ak = spread(A.numpy(), fnorm.numpy(), value_weighted if head_maps else False, key_major)
 
     # sum_j u_ij: (q, d), as the model computes it: the heads' outputs side by side through W_O
@@ -150,7 +153,7 @@ def layer(parts, value_weighted: np.ndarray | None = None, key_major: np.ndarray
     post = parts.norm is not None
     if post:
         gamma, beta, eps, pre_sum = parts.norm
-        s = torch.sqrt(pre_sum.var(dim=-1, unbiased=False) + eps)  # (q,)
+        s = (pre_sum - pre_sum.mean(dim=-1, keepdim=True)).square_().mean(dim=-1).add_(eps).sqrt_()  # (q,)
 
         def g(v):  # the LayerNorm's linear part at each query row: gamma * (v - mean) / s_i
             return gamma * (v - v.mean(dim=-1, keepdim=True)) / s[:, None]
@@ -184,12 +187,11 @@ def layer(parts, value_weighted: np.ndarray | None = None, key_major: np.ndarray
         Fn = torch.bmm(V.permute(1, 0, 2), Wn)
     else:
         xn, target, Fn = x, y, F
-    # ||u_ij|| from the Gram matrix of each key's head vectors (key, head, head): ||u_ij||^2 = a_ij . G_j a_ij
-    gram = torch.bmm(F.permute(1, 0, 2), F.permute(1, 2, 0))
     gain, norm2 = (torch.from_numpy(m) for m in pairs(Ak, Fn.numpy(), gram.numpy(), target.numpy()))
     vw_layer = norm2.clamp_min_(0).sqrt_()  # (q, k)
-    alti = _alti(gain, target, own_values @ Wn.reshape(H * d_head, d) + xn)
-    alti = (alti / alti.sum(dim=-1, keepdim=True, dtype=torch.float64).clamp_min(1e-300)).float()  # row shares
+    # u_ii in target's space: own_values through Wn, i.e. self_u centred and scaled by gamma (post-norm)
+    alti = _alti(gain, target, ((self_u - self_u.mean(dim=-1, keepdim=True)) * gamma if post else self_u) + xn)
+    alti = alti.div_(alti.sum(dim=-1, keepdim=True, dtype=torch.float64).clamp_min_(1e-300).float())  # row shares
     with_res = vw_layer.clone()
     with_res[torch.arange(n), torch.arange(n)] = torch.linalg.vector_norm(kept, dim=-1)
     return dict(value_weighted=vw_head, value_norms=fnorm.numpy(), value_layer=vw_layer.numpy(), with_residual=with_res.numpy(),
