@@ -1,7 +1,8 @@
 """`python -m attnviz.bench`: the performance figures each issue names, as ratios from one run.
 
 Each figure module exposes `figures(quick: bool) -> dict[str, float]`; a module that does
-not exist yet is skipped, any other error fails the bench.
+not exist yet is skipped, any other error fails the bench. The machine's load and speed at the
+start and at the end (bench.machine) come first and last.
 """
 from __future__ import annotations
 
@@ -33,8 +34,10 @@ BROWSER_MODULE = "attnviz.bench.browser"  # browser_*: click-to-settled times in
 def collect(quick: bool = False, modules: list[str] | None = None) -> dict[str, float]:
     import transformers
 
+    from attnviz.bench.machine import probe
+
     transformers.logging.set_verbosity_error()
-    out: dict[str, float] = {}
+    out: dict[str, float] = probe("start")
     for name in modules or FIGURE_MODULES:
         try:
             module = importlib.import_module(name)
@@ -43,7 +46,7 @@ def collect(quick: bool = False, modules: list[str] | None = None) -> dict[str, 
                 continue
             raise
         out.update(module.figures(quick))
-    return out
+    return {**out, **probe("end")}
 
 
 def main(argv=None) -> int:
