@@ -234,11 +234,16 @@ def _role_csv(best: np.ndarray, scores: np.ndarray, role_labels) -> str:
 
 
 def layer_lines(values: dict[str, np.ndarray], *, title: str, ytitle: str) -> go.Figure:
-    """One line per series over the layers (values: name -> (layer,))."""
+    """One line per series over the layers (values: name -> (layer,)). The axis spans the layers alone (no tick
+    before the first or after the last) and labels each one up to 16 layers, every fifth up to 60."""
     fig = go.Figure()
+    n = 0
     for name, v in values.items():
+        n = max(n, len(v))
         fig.add_trace(go.Scatter(x=np.arange(len(v)), y=np.asarray(v, dtype=float), mode="lines+markers", name=name,
                                  hovertemplate="layer %{x}: %{y:.4f}<extra>" + name + "</extra>"))
-    fig.update_layout(title=title, height=320, margin=dict(l=60, r=20, t=50, b=50),
-                      xaxis=dict(title="layer", dtick=1), yaxis=dict(title=ytitle))
+    xaxis = dict(title="layer", range=[-0.5, max(n, 1) - 0.5], tick0=0)
+    if n <= 60:
+        xaxis["dtick"] = 1 if n <= 16 else 5
+    fig.update_layout(title=title, height=320, margin=dict(l=60, r=20, t=50, b=50), xaxis=xaxis, yaxis=dict(title=ytitle))
     return fig

@@ -18,3 +18,15 @@ def test_shared_colour_max_short_and_long():
                    np.quantile(long_b.reshape(150, 2, 150, 2).mean(axis=(1, 3)), 0.99))
     assert shared_colour_max(long_a, long_b) == pytest.approx(expected, rel=1e-5)
     assert expected < 0.6
+
+
+@pytest.mark.parametrize("layers, every", [(6, 1), (30, 5), (80, None)])
+def test_layer_lines_span_the_layers_alone(layers, every):
+    """No tick before layer 0 or after the last (plotly's padding for the markers put -1 and 30 on SmolLM2's 30
+    layers); each layer labelled up to 16 of them, every fifth up to 60, plotly's choice beyond."""
+    from attnviz.metrics.figures import layer_lines
+
+    fig = layer_lines({"a": np.linspace(0, 1, layers), "b": np.ones(layers - 1)}, title="t", ytitle="y")
+    assert tuple(fig.layout.xaxis.range) == (-0.5, layers - 0.5)
+    assert fig.layout.xaxis.dtick == every and fig.layout.xaxis.tick0 == 0
+    assert [len(t.x) for t in fig.data] == [layers, layers - 1]
