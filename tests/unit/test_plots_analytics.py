@@ -22,8 +22,8 @@ def test_shared_colour_max_short_and_long():
 
 @pytest.mark.parametrize("layers, every", [(6, 1), (30, 5), (80, None)])
 def test_layer_lines_span_the_layers_alone(layers, every):
-    """No tick before layer 0 or after the last (plotly's padding for the markers put -1 and 30 on SmolLM2's 30
-    layers); each layer labelled up to 16 of them, every fifth up to 60, plotly's choice beyond."""
+    """No tick before layer 0 or after the last (plotly pads the axis for its markers, which gives SmolLM2's 30
+    layers ticks at -1 and 30); each layer labelled up to 16 of them, every fifth up to 60, plotly's choice beyond."""
     from attnviz.metrics.figures import layer_lines
 
     fig = layer_lines({"a": np.linspace(0, 1, layers), "b": np.ones(layers - 1)}, title="t", ytitle="y")
