@@ -122,13 +122,15 @@ def _canvas(bench_page):
 
 
 def test_a_canvas_drawn_after_the_watched_box_is_waited_for(bench_page):
+    """The box changes 150 ms after the press and the canvas is drawn at 300 ms, well inside the 0.4 s the box's
+    change must hold (a timer of a busy page can run 100 ms late)."""
     _open(bench_page, 150)
     _canvas(bench_page)
     bench_page.page.evaluate("() => window.addEventListener('keydown', () => setTimeout(() => {"
                              " const ctx = document.querySelector('canvas').getContext('2d');"
-                             " ctx.fillStyle = '#c00'; ctx.fillRect(0, 0, 10, 10); }, 450))")
+                             " ctx.fillStyle = '#c00'; ctx.fillRect(0, 0, 10, 10); }, 300))")
     ms, _, _ = bench_page.measure(".st-key-box", lambda: None, lambda: bench_page.page.keyboard.press("a"))
-    assert 450 <= ms <= 530, ms
+    assert 300 <= ms <= 380, ms
     pixel = bench_page.page.evaluate("() => [...document.querySelector('canvas').getContext('2d')"
                                      ".getImageData(5, 5, 1, 1).data]")
     assert pixel == [204, 0, 0, 255]
