@@ -7,7 +7,7 @@ import streamlit as st
 from attnviz.contrib.compute import DESCRIPTIONS, LABELS, QUANTITIES, lens
 from attnviz.errors import AttnvizError
 from attnviz.types import AttentionResult, Request
-from attnviz.ui.share import LINK_NOTE_SECONDS
+from attnviz.ui.share import link_note
 
 LENS = "lens"  # session key of the sidebar control (shared in the URL)
 TRAINED_CONTRIB = "training_contributions"  # Contributions of the stored toy-model frame, when known
@@ -27,9 +27,8 @@ def control() -> None:
         known = {q.lower(): q for q in QUANTITIES}
         fixed = known.get(str(lens).strip().lower()) if lens is not None else None
         if fixed is None and lens is not None:
-            st.toast(f"Show {str(lens)[:40]!r} in the link is not one of "
-                     f"{', '.join(OPTIONS[q] for q in QUANTITIES)}: this view shows attention weights.",
-                     icon=":material/link_off:", duration=LINK_NOTE_SECONDS)
+            link_note(f"Show {str(lens)[:40]!r} in the link is not one of "
+                      f"{', '.join(OPTIONS[q] for q in QUANTITIES)}: this view shows attention weights.")
         st.session_state[LENS] = fixed or "weights"
     st.radio("Show", QUANTITIES, key=LENS, format_func=OPTIONS.get,
              help="What the heatmap, grid, token focus, shaded text, entropy, rollout and head roles are "

@@ -22,7 +22,7 @@ from attnviz.errors import AttnvizError
 from attnviz.types import Request
 from attnviz.ui.present import PART_BOX
 from attnviz.ui.registry import HOME, PAGES, page as page_spec
-from attnviz.ui.share import LINK_NOTE_SECONDS
+from attnviz.ui.share import link_note
 
 DECK = "deck"  # session key: the Deck being built on the Deck page
 DECK_ID = "deck_id"  # session key: the id of its working copy on disk
@@ -445,8 +445,7 @@ def slide_bar() -> None:
     if shown is None:
         if "slide" in st.query_params and link_problem() and not st.session_state.get("_deck_gone_said"):
             st.session_state["_deck_gone_said"] = True
-            st.toast(link_problem().split(":")[0] + ": this page opens without its slide bar.", icon=":material/link_off:",
-                     duration=LINK_NOTE_SECONDS)
+            link_note(link_problem().split(":")[0] + ": this page opens without its slide bar.")
         return
     key, d, i = shown
     if st.session_state.get(DECK_ID) != key or not isinstance(st.session_state.get(DECK), dk.Deck):

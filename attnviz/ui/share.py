@@ -11,6 +11,11 @@ from streamlit.errors import StreamlitAPIException
 # load), and Streamlit's short notes go after 4 s
 LINK_NOTE_SECONDS = 12
 
+
+def link_note(text: str) -> None:
+    """A note about the link itself (a value it gives that this view cannot use), shown for LINK_NOTE_SECONDS."""
+    st.toast(text, icon=":material/link_off:", duration=LINK_NOTE_SECONDS)
+
 # Keys every page shares, with their types. Pages add their own with bind().
 GLOBAL_KEYS: dict[str, type] = {
     "model_choice": str, "custom_model": str, "text": str, "use_pair": bool, "text_pair": str,
@@ -142,8 +147,8 @@ def start_run(page: str = "") -> None:
     _revive(GLOBAL_KEYS)
     dropped = st.session_state.pop(_LINK_RESET, None)
     if dropped:
-        st.toast("Some settings in the link were out of range, so this view uses the defaults for: "
-                 + ", ".join(dropped) + ".", icon=":material/link_off:", duration=LINK_NOTE_SECONDS)
+        link_note("Some settings in the link were out of range, so this view uses the defaults for: "
+                  + ", ".join(dropped) + ".")
 
 
 def stopped_early() -> None:
