@@ -237,9 +237,8 @@ def layer_lines(values: dict[str, np.ndarray], *, title: str, ytitle: str) -> go
     """One line per series over the layers (values: name -> (layer,)). The axis spans the layers alone (no tick
     before the first or after the last) and labels each one up to 16 layers, every fifth up to 60."""
     fig = go.Figure()
-    n = 0
+    n = max((len(v) for v in values.values()), default=0)
     for name, v in values.items():
-        n = max(n, len(v))
         fig.add_trace(go.Scatter(x=np.arange(len(v)), y=np.asarray(v, dtype=float), mode="lines+markers", name=name,
                                  hovertemplate="layer %{x}: %{y:.4f}<extra>" + name + "</extra>"))
     xaxis = dict(title="layer", range=[-0.5, max(n, 1) - 0.5], tick0=0)
