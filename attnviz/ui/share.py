@@ -40,6 +40,12 @@ _STOPPED = "_share_stopped"  # a run ended with st.stop() and no run has gone th
 _RESEND = "_share_resend"  # this run follows such a run: send the values of the controls again
 _HELD = "_share_held"  # widget keys kept across runs without going into the URL (see hold)
 _LAST_PAGE = "_share_last_page"  # the page whose run last ended
+# The page and page keys of the last run that went through to its end, and whether a run has begun since. A run
+# cut short by a rerun has bound only the keys of the parts it reached; a button's callback (which runs before the
+# next run, say the deck's "Add this view") and the cut-short run's own closing sync take the rest from here.
+_DONE_KEYS = "_share_done_keys"
+_OPEN = "_share_open"
+_REPLACED = "_share_replaced"  # the key prefixes this run bound anew (bind's `replacing`)
 # Streamlit's browser side adds a history entry each time a run changes the query string, so Back
 # stepped through every run of a page. This makes an entry for the same page replace the current one:
 # each page visited is one entry, and Back returns to the previous page in one press.
@@ -141,6 +147,8 @@ def start_run(page: str = "") -> None:
     `page` is the URL path of the page this run shows. HISTORY_JS is in the page before it (ui.page's scripts)."""
     st.session_state[_PAGE] = page
     st.session_state[_PAGE_KEYS] = {}
+    st.session_state[_OPEN] = True
+    st.session_state[_REPLACED] = set()
     st.session_state[_REVIVED] = set()
     st.session_state[_RESEND] = bool(st.session_state.get(_STOPPED))
     _restore(GLOBAL_KEYS)
@@ -158,8 +166,10 @@ def stopped_early() -> None:
 
 
 def run_completed() -> None:
-    """Called by app.py after a page ran to its end: it drew every control it shows."""
+    """Called by app.py after a page ran to its end: it drew every control it shows and bound every key it has."""
     st.session_state.pop(_STOPPED, None)
+    st.session_state[_OPEN] = False
+    st.session_state[_DONE_KEYS] = (st.session_state.get(_PAGE, ""), dict(st.session_state.get(_PAGE_KEYS, {})))
 
 
 def _resend(keys) -> None:
@@ -224,14 +234,26 @@ def bind(keys: dict[str, type], former: dict[str, str] | None = None, replacing:
     _resend(keys)
     page_keys = st.session_state.setdefault(_PAGE_KEYS, {})
     if replacing:
+        st.session_state.setdefault(_REPLACED, set()).add(replacing)
         for key in [k for k in page_keys if k.startswith(replacing) and k not in keys]:
             del page_keys[key]
     page_keys.update(keys)
     st.session_state.setdefault(_ALL_KEYS, {}).update(keys)
 
 
+def page_keys() -> dict[str, type]:
+    """The page's keys: those bound in this run, and while a run has not reached its end (cut short by a rerun, or
+    stopped), those the same page's last whole run bound beneath them."""
+    keys = dict(st.session_state.get(_PAGE_KEYS, {}))
+    done_page, done_keys = st.session_state.get(_DONE_KEYS, ("", {}))
+    if st.session_state.get(_OPEN) and done_page == st.session_state.get(_PAGE, ""):
+        replaced = tuple(st.session_state.get(_REPLACED, ()))
+        keys = {**{k: t for k, t in done_keys.items() if not (replaced and k.startswith(replaced))}, **keys}
+    return keys
+
+
 def current_params() -> dict[str, str]:
-    keys = {**GLOBAL_KEYS, **st.session_state.get(_PAGE_KEYS, {})}
+    keys = {**GLOBAL_KEYS, **page_keys()}
     out = {}
     for key in keys:
         value = st.session_state.get(key)
