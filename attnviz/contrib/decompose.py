@@ -178,18 +178,18 @@ def layer(parts, value_weighted: np.ndarray | None = None, key_major: np.ndarray
 
     # ALTI works on the vectors themselves: centre and scale them once, so that u_ij built from them is already
     # g_i(u_ij) * s_i (post-norm), then compare with s_i * y_i
-    Wn = W.view(d, H, d_head).permute(1, 2, 0)  # (head, d_head, d): f_h(x_j) = values_j^h Wn_h
     if post:
-        Wn = (Wn - Wn.mean(dim=-1, keepdim=True)) * gamma
         xn = (x - x.mean(dim=-1, keepdim=True)) * gamma
         # c_ij * s_i = ||s_i y_i||_1 - ||s_i y_i - s_i T_i(x_j)||_1: the row's shares are unchanged by s_i
         target = y * s[:, None]
-        Fn = torch.bmm(V.permute(1, 0, 2), Wn)
+        # f_h(x_j) centred and scaled: the mean over d is linear, so centring the head vectors equals centring W_O's
+        # rows first (the Gram matrix above is of the vectors as they are; F is not read after this)
+        Fn = F.sub_(F.mean(dim=-1, keepdim=True)).mul_(gamma)
     else:
         xn, target, Fn = x, y, F
     gain, norm2 = (torch.from_numpy(m) for m in pairs(Ak, Fn.numpy(), gram.numpy(), target.numpy()))
     vw_layer = norm2.clamp_min_(0).sqrt_()  # (q, k)
-    # u_ii in target's space: own_values through Wn, i.e. self_u centred and scaled by gamma (post-norm)
+    # u_ii in target's space: self_u centred and scaled by gamma (post-norm), as the head vectors are above
     alti = _alti(gain, target, ((self_u - self_u.mean(dim=-1, keepdim=True)) * gamma if post else self_u) + xn)
     alti = alti.div_(alti.sum(dim=-1, keepdim=True, dtype=torch.float64).clamp_min_(1e-300).float())  # row shares
     with_res = vw_layer.clone()
