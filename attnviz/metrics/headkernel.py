@@ -9,6 +9,8 @@ import numpy as np
 from attnviz.vecmath import log_positive
 
 ROWS = 32  # query rows per task: a layer of 512 tokens is 16 tasks
+# A task reads its rows head by head (32 consecutive rows of one head's matrix, 64 KB at 512 tokens, then the next
+# head's): reading each row of all heads in turn (12 places 1 MB apart, row after row) took about 20% longer.
 
 
 @nb.njit(parallel=True, fastmath={"contract", "reassoc"}, cache=True)
@@ -30,12 +32,13 @@ def head_pass(att, mask, masked, eps, row_weight, columns, residual, plogp, fuse
         layer = t // tasks
         block = t % tasks
         q0 = block * ROWS
-        for q in range(q0, min(n, q0 + ROWS)):
-            frow = fused[layer, q]
-            w = row_weight[q]
-            for h in range(H):
+        q1 = min(n, q0 + ROWS)
+        for h in range(H):
+            crow = cols[layer, block, h]
+            for q in range(q0, q1):
+                frow = fused[layer, q]
+                w = row_weight[q]
                 row = att[layer, h, q]
-                crow = cols[layer, block, h]
                 s = np.float32(0.0)
                 if masked:
                     mrow = mask[q]
@@ -57,6 +60,8 @@ def head_pass(att, mask, masked, eps, row_weight, columns, residual, plogp, fuse
                     near[layer, 1, h, q] = row[q - 1]
                 if q + 1 < K:
                     near[layer, 2, h, q] = row[q + 1]
+        for q in range(q0, q1):
+            frow = fused[layer, q]
             total = np.float32(0.0)
             for k in range(K):
                 f = frow[k] / np.float32(H)
