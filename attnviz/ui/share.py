@@ -232,12 +232,12 @@ def bind(keys: dict[str, type], former: dict[str, str] | None = None, replacing:
     _restore(keys, former)
     _revive(keys)
     _resend(keys)
-    page_keys = st.session_state.setdefault(_PAGE_KEYS, {})
+    bound = st.session_state.setdefault(_PAGE_KEYS, {})
     if replacing:
         st.session_state.setdefault(_REPLACED, set()).add(replacing)
-        for key in [k for k in page_keys if k.startswith(replacing) and k not in keys]:
-            del page_keys[key]
-    page_keys.update(keys)
+        for key in [k for k in bound if k.startswith(replacing) and k not in keys]:
+            del bound[key]
+    bound.update(keys)
     st.session_state.setdefault(_ALL_KEYS, {}).update(keys)
 
 

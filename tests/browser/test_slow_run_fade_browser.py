@@ -8,9 +8,9 @@ from tests.conftest import StreamlitServer, wait_for_app
 pytestmark = pytest.mark.browser
 
 # every 40 ms while the run lasts and a little after, and whenever the app's script state or an element's staleness
-# changes (a part's quick rerun can start and end between two timer ticks of a busy page): [ms since the click, script state, document class
-# set, stale elements shown (not inside a hidden block), the lowest opacity among them, whether any of them has a
-# transition (Streamlit gives each one, delayed, at the run's start)]
+# changes (a part's quick rerun can start and end between two timer ticks of a busy page): [ms since the click,
+# script state, document class set, stale elements shown (not inside a hidden block), the lowest opacity among them,
+# whether any of them has a transition (Streamlit gives each one, delayed, at the run's start)]
 SAMPLE_JS = """(until) => { window.__fadeLog = new Promise((done) => {
   const log = [], t0 = performance.now(), app = document.querySelector('[data-testid="stApp"]');
   const sample = () => {
