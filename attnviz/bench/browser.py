@@ -135,6 +135,19 @@ _INPUT_JS = """(() => {
 })();"""
 _ARM_JS = "() => { window.__attnvizArmed = true; window.__attnvizInput = null; window.__attnvizChanged = null; }"
 
+# The figure an interaction is timed on is rendered as if the reader were looking at it, wherever the page is
+# scrolled: the app's charts and texts are laid out and painted only near the window (content-visibility: auto),
+# and a watched figure below the bench's window would otherwise be timed without its drawing on screen.
+_WATCH_JS = """(sel) => {
+  let style = document.getElementById('attnviz-bench-watch');
+  if (!style) {
+    style = document.createElement('style');
+    style.id = 'attnviz-bench-watch';
+    document.head.appendChild(style);
+  }
+  style.textContent = sel + ' .attnviz-plotly, ' + sel + ' .attnviz-html { content-visibility: visible !important; }';
+}"""
+
 
 def wire_sent(port: int) -> dict[str, int] | None:
     """Bytes sent so far on each of this machine's open TCP connections from `port` (the kernel's count of what went
@@ -259,6 +272,7 @@ class Browser:
         bytes are the websocket messages as the browser unpacks them; the wire bytes what the server's connections
         carried (compressed), None where the machine has no `ss`."""
         before = self.state(sel)[1]
+        self.page.evaluate(_WATCH_JS, sel)
         prepare()
         self.page.evaluate(_ARM_JS)
         sent, wire = self.received, wire_sent(self.port)

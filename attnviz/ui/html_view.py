@@ -15,6 +15,10 @@ export default function (component) {
   if (!box) {
     box = document.createElement('div');
     box.className = 'attnviz-html';
+    // laid out and painted only while in or near the window (a 512-token text is about a thousand spans); until
+    // it has been shown once it stands in at 200 px, then at the height it last had
+    box.style.contentVisibility = 'auto';
+    box.style.containIntrinsicSize = 'auto 200px';
     parentElement.appendChild(box);
   }
   if (box.__attnvizHtml !== data) {

@@ -137,6 +137,9 @@ export default async function (component) {
     gd = document.createElement('div');
     gd.className = 'attnviz-plotly';
     gd.style.width = '100%';
+    // the browser lays out and paints the chart only while it is in or near the window: a rerun that draws the
+    // page's charts again does not also render those the reader has scrolled away from (its height is its own)
+    gd.style.contentVisibility = 'auto';
     parentElement.appendChild(gd);
   }
   gd.__attnvizClick = setTriggerValue;  // the current run's: a click reports through it

@@ -146,3 +146,24 @@ def test_a_canvas_fallback_content_is_not_waited_for(bench_page):
     ms, _, _ = bench_page.measure(".st-key-box", lambda: None, lambda: bench_page.page.keyboard.press("a"))
     assert 150 <= ms <= 230, ms
     assert bench_page.page.locator("canvas .cell").text_content() == "1"
+
+
+def test_the_watched_figure_is_rendered_wherever_the_page_is_scrolled(bench_page):
+    # two boxes whose chart and text the app would render near the window only
+    bench_page.page.set_content("".join(
+        f'<div class="st-key-{k}"><div class="attnviz-plotly" style="content-visibility: auto; height: 50px"></div>'
+        f'<div class="attnviz-html" style="content-visibility: auto"></div></div>' for k in ("a", "b")))
+    seen = "(s) => [...document.querySelectorAll(s)].map(e => getComputedStyle(e).contentVisibility)"
+    bench_page.page.evaluate(browser._WATCH_JS, ".st-key-b")
+    assert bench_page.page.evaluate(seen, ".st-key-b > div") == ["visible", "visible"]
+    assert bench_page.page.evaluate(seen, ".st-key-a > div") == ["auto", "auto"]
+    bench_page.page.evaluate(browser._WATCH_JS, ".st-key-a")  # the next interaction watches the other one only
+    assert bench_page.page.evaluate(seen, ".st-key-a > div") == ["visible", "visible"]
+    assert bench_page.page.evaluate(seen, ".st-key-b > div") == ["auto", "auto"]
+
+
+def test_an_interaction_renders_the_box_it_watches(bench_page):
+    _open(bench_page, 50)
+    bench_page.measure(".st-key-box", lambda: None, lambda: bench_page.page.keyboard.press("a"))
+    rule = bench_page.page.evaluate("() => document.getElementById('attnviz-bench-watch').textContent")
+    assert rule.startswith(".st-key-box .attnviz-plotly, .st-key-box .attnviz-html {")

@@ -1,0 +1,90 @@
+"""Chromium: the charts drawn in place and the shaded texts are laid out and painted only near the window
+(content-visibility: auto). A part of the page far from the window is skipped until the reader scrolls to it; then
+it is drawn, with its data, at the height it keeps, so nothing around it moves."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from attnviz.bench.browser import Browser
+from tests.browser.helpers import open_path
+from tests.conftest import wait_for_app
+
+pytestmark = pytest.mark.browser
+
+KEYS = ("hm_grid", "hm_heatmap", "hm_focus_out", "hm_text_row", "hm_lines")
+
+# Every skip or render the browser decides from now on, by the element's key (the event fires on the element whose
+# content-visibility is auto, each time it starts or stops being skipped).
+LISTEN = """() => {
+  window.__skipped = {};
+  document.addEventListener('contentvisibilityautostatechange', (e) => {
+    const box = e.target.closest('[class*="st-key-"]');
+    const key = box && [...box.classList].find(c => c.startsWith('st-key-'));
+    if (key) window.__skipped[key.slice(7)] = e.skipped;
+  }, true);
+}"""
+
+# The element of `key` the app renders near the window only, its computed content-visibility and box, and whether
+# the point at its centre is one of its own (the browser hit-tests what it has laid out and painted)
+BOX = """(key) => {
+  const el = document.querySelector(`.st-key-${key} .attnviz-plotly, .st-key-${key} .attnviz-html`);
+  const r = el.getBoundingClientRect();
+  const hit = document.elementFromPoint(r.left + r.width / 2, r.top + Math.min(r.height / 2, 40));
+  return {visibility: getComputedStyle(el).contentVisibility, height: r.height, top: r.top, hit: el.contains(hit),
+          data: el._fullData ? el._fullData.length : null};
+}"""
+
+
+# each token's hover text in the shaded text of `key`
+TITLES = "(key) => [...document.querySelectorAll(`.st-key-${key} .attnviz-html [title]`)].map(e => e.title)"
+
+
+def _scroll_to(page, key: str) -> None:
+    page.evaluate("(k) => document.querySelector('.st-key-' + k).scrollIntoView({block: 'center'})", key)
+    time.sleep(0.5)  # a few frames: the browser decides what is near the window at each one
+
+
+def test_a_chart_far_from_the_window_is_skipped_until_scrolled_to_and_then_drawn(page, app_server):
+    open_path(page, app_server, "/heatmap?model_choice=minilm&lens=weights")
+    for key in KEYS:
+        assert page.evaluate(BOX, key)["visibility"] == "auto", key
+    page.evaluate(LISTEN)
+    heights = {key: page.evaluate(BOX, key)["height"] for key in ("hm_grid", "hm_lines")}
+    _scroll_to(page, "hm_lines")
+    skipped = page.evaluate("() => window.__skipped")
+    # the lines view came into view and is rendered; the grid, two screens above, is now skipped
+    assert skipped.get("hm_lines") is False and skipped.get("hm_grid") is True, skipped
+    lines = page.evaluate(BOX, "hm_lines")
+    assert lines["hit"] and lines["data"] and 0 < lines["top"] < page.viewport_size["height"]
+    _scroll_to(page, "hm_grid")
+    skipped = page.evaluate("() => window.__skipped")
+    assert skipped.get("hm_grid") is False and skipped.get("hm_lines") is True, skipped
+    grid = page.evaluate(BOX, "hm_grid")
+    assert grid["hit"] and grid["data"]
+    # a chart keeps its own height while skipped: the page does not move under the reader
+    assert {key: page.evaluate(BOX, key)["height"] for key in ("hm_grid", "hm_lines")} == heights
+
+
+def test_a_shaded_text_set_while_far_from_the_window_shows_the_new_weights_when_scrolled_to(page, app_server):
+    # a low window: Chromium renders what lies within about one and a half window heights of it
+    page.set_viewport_size({"width": 1400, "height": 600})
+    open_path(page, app_server, "/heatmap?model_choice=minilm&lens=weights&layer=0&head=0")
+    _scroll_to(page, "hm_text_row")
+    before = page.evaluate(TITLES, "hm_text_row")
+    assert page.evaluate(BOX, "hm_text_row")["hit"] and len(before) >= 10
+    page.evaluate(LISTEN)
+    _scroll_to(page, "hm_grid")
+    assert page.evaluate("() => window.__skipped")["hm_text_row"] is True
+    # head 3 from its thumbnail (the bench's click, which waits until the heatmap shows it): the part reruns
+    # while the texts are skipped, far below the window
+    Browser.on(page, app_server.url).click_head("hm_grid", 0, 3, ".st-key-hm_heatmap")
+    wait_for_app(page)
+    _scroll_to(page, "hm_text_row")
+    after = page.evaluate(BOX, "hm_text_row")
+    assert after["hit"] and after["visibility"] == "auto" and after["height"] > 0
+    titles = page.evaluate(TITLES, "hm_text_row")
+    # the same tokens, each with head 3's weight now ("token (i): weight w")
+    assert [t.rsplit(" ", 1)[0] for t in titles] == [t.rsplit(" ", 1)[0] for t in before]
+    assert titles != before
