@@ -3,9 +3,8 @@
 it is drawn, with its data, at the height it keeps, so nothing around it moves."""
 from __future__ import annotations
 
-import time
-
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from attnviz.bench.browser import Browser
 from tests.browser.helpers import open_path
@@ -26,24 +25,34 @@ LISTEN = """() => {
   }, true);
 }"""
 
-# The element of `key` the app renders near the window only, its computed content-visibility and box, and whether
-# the point at its centre is one of its own (the browser hit-tests what it has laid out and painted)
+# The element of `key` the app renders near the window only: its computed content-visibility, its box, whether its
+# contents are rendered (not skipped) and whether the point at its centre hits one of them (the browser hit-tests
+# only what it has laid out)
 BOX = """(key) => {
   const el = document.querySelector(`.st-key-${key} .attnviz-plotly, .st-key-${key} .attnviz-html`);
   const r = el.getBoundingClientRect();
   const hit = document.elementFromPoint(r.left + r.width / 2, r.top + Math.min(r.height / 2, 40));
-  return {visibility: getComputedStyle(el).contentVisibility, height: r.height, top: r.top, hit: el.contains(hit),
-          data: el._fullData ? el._fullData.length : null};
+  const first = el.firstElementChild;
+  return {visibility: getComputedStyle(el).contentVisibility, height: r.height, top: r.top,
+          rendered: !!first && first.checkVisibility({contentVisibilityAuto: true}),
+          hit: hit !== el && el.contains(hit), data: el._fullData ? el._fullData.length : null};
 }"""
-
 
 # each token's hover text in the shaded text of `key`
 TITLES = "(key) => [...document.querySelectorAll(`.st-key-${key} .attnviz-html [title]`)].map(e => e.title)"
 
 
-def _scroll_to(page, key: str) -> None:
+def _scroll_to(page, key: str, expect: dict[str, bool] | None = None) -> dict:
+    """Scroll the box of `key` to the middle of the window and wait (at most 15 s) until the browser has rendered it
+    and, with `expect` ({key: skipped}), decided those too; returns every decision since LISTEN."""
     page.evaluate("(k) => document.querySelector('.st-key-' + k).scrollIntoView({block: 'center'})", key)
-    time.sleep(0.5)  # a few frames: the browser decides what is near the window at each one
+    try:
+        page.wait_for_function("([box, key, want]) => eval(box)(key).rendered && Object.entries(want).every("
+                               "([k, v]) => (window.__skipped || {})[k] === v)", arg=[BOX, key, expect or {}],
+                               timeout=15_000)
+    except PlaywrightTimeout:
+        pass  # the assertions below say what the browser decided instead
+    return page.evaluate("() => window.__skipped || {}")
 
 
 def test_a_chart_far_from_the_window_is_skipped_until_scrolled_to_and_then_drawn(page, app_server):
@@ -52,17 +61,15 @@ def test_a_chart_far_from_the_window_is_skipped_until_scrolled_to_and_then_drawn
         assert page.evaluate(BOX, key)["visibility"] == "auto", key
     page.evaluate(LISTEN)
     heights = {key: page.evaluate(BOX, key)["height"] for key in ("hm_grid", "hm_lines")}
-    _scroll_to(page, "hm_lines")
-    skipped = page.evaluate("() => window.__skipped")
+    skipped = _scroll_to(page, "hm_lines", {"hm_lines": False, "hm_grid": True})
     # the lines view came into view and is rendered; the grid, two screens above, is now skipped
     assert skipped.get("hm_lines") is False and skipped.get("hm_grid") is True, skipped
     lines = page.evaluate(BOX, "hm_lines")
-    assert lines["hit"] and lines["data"] and 0 < lines["top"] < page.viewport_size["height"]
-    _scroll_to(page, "hm_grid")
-    skipped = page.evaluate("() => window.__skipped")
+    assert lines["rendered"] and lines["hit"] and lines["data"] and 0 < lines["top"] < page.viewport_size["height"]
+    skipped = _scroll_to(page, "hm_grid", {"hm_grid": False, "hm_lines": True})
     assert skipped.get("hm_grid") is False and skipped.get("hm_lines") is True, skipped
     grid = page.evaluate(BOX, "hm_grid")
-    assert grid["hit"] and grid["data"]
+    assert grid["rendered"] and grid["hit"] and grid["data"]
     # a chart keeps its own height while skipped: the page does not move under the reader
     assert {key: page.evaluate(BOX, key)["height"] for key in ("hm_grid", "hm_lines")} == heights
 
@@ -73,17 +80,16 @@ def test_a_shaded_text_set_while_far_from_the_window_shows_the_new_weights_when_
     open_path(page, app_server, "/heatmap?model_choice=minilm&lens=weights&layer=0&head=0")
     _scroll_to(page, "hm_text_row")
     before = page.evaluate(TITLES, "hm_text_row")
-    assert page.evaluate(BOX, "hm_text_row")["hit"] and len(before) >= 10
+    assert page.evaluate(BOX, "hm_text_row")["rendered"] and len(before) >= 10
     page.evaluate(LISTEN)
-    _scroll_to(page, "hm_grid")
-    assert page.evaluate("() => window.__skipped")["hm_text_row"] is True
+    assert _scroll_to(page, "hm_grid", {"hm_text_row": True}).get("hm_text_row") is True
     # head 3 from its thumbnail (the bench's click, which waits until the heatmap shows it): the part reruns
     # while the texts are skipped, far below the window
     Browser.on(page, app_server.url).click_head("hm_grid", 0, 3, ".st-key-hm_heatmap")
     wait_for_app(page)
     _scroll_to(page, "hm_text_row")
     after = page.evaluate(BOX, "hm_text_row")
-    assert after["hit"] and after["visibility"] == "auto" and after["height"] > 0
+    assert after["rendered"] and after["visibility"] == "auto" and after["height"] > 0
     titles = page.evaluate(TITLES, "hm_text_row")
     # the same tokens, each with head 3's weight now ("token (i): weight w")
     assert [t.rsplit(" ", 1)[0] for t in titles] == [t.rsplit(" ", 1)[0] for t in before]
