@@ -47,8 +47,8 @@ def _scroll_to(page, key: str, expect: dict[str, bool] | None = None) -> dict:
     and, with `expect` ({key: skipped}), decided those too; returns every decision since LISTEN."""
     page.evaluate("(k) => document.querySelector('.st-key-' + k).scrollIntoView({block: 'center'})", key)
     try:
-        page.wait_for_function("([box, key, want]) => eval(box)(key).rendered && Object.entries(want).every("
-                               "([k, v]) => (window.__skipped || {})[k] === v)", arg=[BOX, key, expect or {}],
+        page.wait_for_function(f"([key, want]) => ({BOX})(key).rendered && Object.entries(want).every("
+                               "([k, v]) => (window.__skipped || {})[k] === v)", arg=[key, expect or {}],
                                timeout=15_000)
     except PlaywrightTimeout:
         pass  # the assertions below say what the browser decided instead
