@@ -126,6 +126,25 @@ function withOverlay(layout, overlay) {
   return [...(layout.shapes || []), ...JSON.parse(overlay)];
 }
 
+// A chart the browser is not rendering (content-visibility: auto, and far from the window) is not drawn again when
+// a run sends it a new figure: the figure waits on the chart (data-deferred) and is drawn when the chart comes
+// within the distance the browser renders (about half a window ahead of the reader's scrolling), or when the page
+// is printed. Its first figure is always drawn.
+// (A chart in a part of the page that is not shown at all, a closed tab or expander, is drawn as before.)
+function skipped(gd) {
+  const inner = gd.firstElementChild;
+  return !!inner && gd.checkVisibility() && !inner.checkVisibility({contentVisibilityAuto: true});
+}
+function drawWaiting(gd) {
+  const waiting = gd.__attnvizWaiting;
+  gd.__attnvizWaiting = null;
+  delete gd.dataset.deferred;
+  if (waiting) waiting();
+}
+window.addEventListener('beforeprint', () => {
+  for (const gd of document.querySelectorAll('.attnviz-plotly[data-deferred]')) drawWaiting(gd);
+});
+
 export default async function (component) {
   const { data, parentElement, setTriggerValue } = component;
   const bytes = data instanceof Uint8Array ? data : new Uint8Array(data);
@@ -140,9 +159,12 @@ export default async function (component) {
     // the browser lays out and paints the chart only while it is in or near the window: a rerun that draws the
     // page's charts again does not also render those the reader has scrolled away from (its height is its own)
     gd.style.contentVisibility = 'auto';
+    gd.addEventListener('contentvisibilityautostatechange', (e) => { if (!e.skipped) drawWaiting(gd); });
     parentElement.appendChild(gd);
   }
   gd.__attnvizClick = setTriggerValue;  // the current run's: a click reports through it
+  gd.__attnvizWaiting = null;  // a figure that waited is superseded by this one
+  delete gd.dataset.deferred;
   if (gd.dataset.digest === spec.digest) {  // the same figure again (a rerun that did not change it)
     if (gd.__attnvizOverlay !== spec.overlay && window.Plotly) {  // only what is drawn over it moved
       gd.__attnvizOverlay = spec.overlay;
@@ -152,10 +174,19 @@ export default async function (component) {
   }
   const height = spec.figure.layout.height || 450;
   gd.style.height = height + 'px';  // its place is kept while plotly.js loads
-  gd.dataset.drawing = '1';  // until this figure is drawn (a page that waits for its charts reads it)
-  try { await draw(gd, spec, parentElement, turn, height); } finally {
-    if (parentElement.__attnvizTurn === turn) delete gd.dataset.drawing;
+  const drawNow = async () => {
+    if (parentElement.__attnvizTurn !== turn) return;  // a newer figure came
+    gd.dataset.drawing = '1';  // until this figure is drawn (a page that waits for its charts reads it)
+    try { await draw(gd, spec, parentElement, turn, height); } finally {
+      if (parentElement.__attnvizTurn === turn) delete gd.dataset.drawing;
+    }
+  };
+  if (gd.dataset.digest && skipped(gd)) {
+    gd.__attnvizWaiting = drawNow;
+    gd.dataset.deferred = '1';
+    return;
   }
+  await drawNow();
 }
 
 async function draw(gd, spec, parentElement, turn, height) {

@@ -19,7 +19,27 @@ def plot_index(page, ytitle: str | None = None, title: str | None = None) -> int
     return page.evaluate(FIND_PLOT, {"ytitle": ytitle, "title": title})
 
 
+# Scrolls a chart (the index-th plotly chart, or the one in the box of a key) to the middle of the window, as a
+# reader looks at it, and answers whether it shows its latest figure: a chart drawn in place that was far from the
+# window when a run sent it a new figure draws it only when it comes near (ui.plotly_bytes).
+_LOOK_AT = """(which) => {
+  const el = typeof which === 'number' ? document.querySelectorAll('.js-plotly-plot')[which]
+                                       : document.querySelector('.st-key-' + which + ' .js-plotly-plot');
+  if (!el) return false;
+  el.scrollIntoView({block: 'center'});
+  return !el.matches('[data-deferred], [data-drawing]');
+}"""
+
+
+def look_at(page, which: int | str, timeout: float = 30.0) -> None:
+    """Scroll the chart `which` (an index among the page's plotly charts, or a widget key) into the window and wait
+    until it shows its latest figure."""
+    page.wait_for_function(_LOOK_AT, arg=which, timeout=timeout * 1000)
+
+
 def plot_z(page, index: int):
+    """The first trace's z of the index-th plotly chart, as the reader sees it when looking at the chart."""
+    look_at(page, index)
     return page.evaluate("(i) => document.querySelectorAll('.js-plotly-plot')[i]._fullData[0].z", index)
 
 

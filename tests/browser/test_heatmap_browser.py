@@ -5,7 +5,8 @@ import re
 import numpy as np
 import pytest
 
-from tests.browser.helpers import bytes_figures, choose, click_marker, plot_z, sent_elements, url_params, wait_plot
+from tests.browser.helpers import (bytes_figures, choose, click_marker, look_at, plot_z, sent_elements, url_params,
+                                   wait_plot)
 from tests.conftest import wait_for_app
 
 pytestmark = pytest.mark.browser
@@ -158,6 +159,7 @@ def test_a_long_head_comes_as_float32_bytes_into_the_same_chart_and_hovers_its_e
     assert sent["size"] < 512 * 512 * 4 + 60_000  # the weights' own bytes and the figure's JSON around them
     assert "hm_heatmap" in sent_elements(frames)["charts"]
     assert chart.evaluate("el => el.dataset.marked") == "yes"  # redrawn in place, not a new chart
+    look_at(page, "hm_heatmap")
     shown = np.asarray(chart.evaluate("el => el._fullData[0].z.map(r => Array.from(r))"), dtype=np.float32)
     np.testing.assert_array_equal(shown, expected.astype(np.float32))
     # hover near the cell (query 300, key 290; a cell is under 2 pixels wide): the label names a cell and its

@@ -1,6 +1,7 @@
 """Chromium: the charts drawn in place and the shaded texts are laid out and painted only near the window
 (content-visibility: auto). A part of the page far from the window is skipped until the reader scrolls to it; then
-it is drawn, with its data, at the height it keeps, so nothing around it moves."""
+it is drawn, with its data, at the height it keeps, so nothing around it moves. A chart skipped when a run sends it
+a new figure is drawn again only when it comes near the window, or when the page is printed."""
 from __future__ import annotations
 
 import pytest
@@ -94,3 +95,55 @@ def test_a_shaded_text_set_while_far_from_the_window_shows_the_new_weights_when_
     # the same tokens, each with head 3's weight now ("token (i): weight w")
     assert [t.rsplit(" ", 1)[0] for t in titles] == [t.rsplit(" ", 1)[0] for t in before]
     assert titles != before
+
+
+# the lines view's chart: whether a figure waits on it, and its traces as drawn (plotly.js's data)
+LINES = """() => {
+  const el = document.querySelector('.st-key-hm_lines .attnviz-plotly');
+  return {waiting: el.dataset.deferred === '1', drawing: el.dataset.drawing === '1',
+          drawn: JSON.stringify(el.data.map(t => [t.x, t.y, t.line, t.opacity, t.text, t.hovertext]))};
+}"""
+
+
+def _lines_skipped(page) -> bool:
+    try:
+        page.wait_for_function(f"() => !({BOX})('hm_lines').rendered", timeout=15_000)
+    except PlaywrightTimeout:
+        pass
+    return not page.evaluate(BOX, "hm_lines")["rendered"]
+
+
+def test_a_chart_far_from_the_window_is_drawn_again_only_when_it_comes_near_or_the_page_is_printed(page, app_server):
+    grid = Browser.on(page, app_server.url)
+    open_path(page, app_server, "/heatmap?model_choice=minilm&lens=weights&layer=0&head=0")
+    first = page.evaluate(LINES)
+    assert not first["waiting"] and first["drawn"]
+    # the grid near the top of the window: the lines view, below the token focus, is two windows away
+    page.evaluate("() => document.querySelector('.st-key-hm_grid').scrollIntoView({block: 'start'})")
+    assert _lines_skipped(page)
+    grid.click_head("hm_grid", 0, 3, ".st-key-hm_heatmap")
+    wait_for_app(page)
+    # head 3's lines wait on the chart, which still holds head 0's (the reader cannot see it)
+    waiting = page.evaluate(LINES)
+    assert waiting["waiting"] and not waiting["drawing"] and waiting["drawn"] == first["drawn"]
+    _scroll_to(page, "hm_lines")
+    page.wait_for_function(f"() => !({LINES})().waiting && !({LINES})().drawing", timeout=15_000)
+    head3 = page.evaluate(LINES)["drawn"]
+    assert head3 != first["drawn"]
+    # what a page opened on head 3 draws
+    page.reload()
+    wait_for_app(page)
+    _scroll_to(page, "hm_lines")
+    assert page.evaluate(LINES)["drawn"] == head3
+
+    # printing draws every waiting chart (the printed page shows them all)
+    page.evaluate("() => document.querySelector('.st-key-hm_grid').scrollIntoView({block: 'start'})")
+    assert _lines_skipped(page)
+    grid.click_head("hm_grid", 0, 7, ".st-key-hm_heatmap")
+    wait_for_app(page)
+    assert page.evaluate(LINES)["waiting"]
+    page.evaluate("() => window.dispatchEvent(new Event('beforeprint'))")
+    page.wait_for_function(f"() => !({LINES})().waiting && !({LINES})().drawing", timeout=15_000)
+    head7 = page.evaluate(LINES)["drawn"]
+    assert head7 not in (head3, first["drawn"])
+    assert not page.evaluate(BOX, "hm_lines")["rendered"]  # drawn while still far from the window
