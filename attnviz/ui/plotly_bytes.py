@@ -126,14 +126,36 @@ function withOverlay(layout, overlay) {
   return [...(layout.shapes || []), ...JSON.parse(overlay)];
 }
 
-// A chart the browser is not rendering (content-visibility: auto, and far from the window) is not drawn again when
-// a run sends it a new figure: the figure waits on the chart (data-deferred) and is drawn when the chart comes
-// within the distance the browser renders (about half a window ahead of the reader's scrolling), or when the page
-// is printed. Its first figure is always drawn.
-// (A chart in a part of the page that is not shown at all, a closed tab or expander, is drawn as before.)
-function skipped(gd) {
-  const inner = gd.firstElementChild;
-  return !!inner && gd.checkVisibility() && !inner.checkVisibility({contentVisibilityAuto: true});
+// A chart far from the window is not drawn again when a run sends it a new figure: the figure waits on the chart
+// (data-deferred) and is drawn when the reader's scrolling brings the chart within half a window height of the
+// window (NEAR, over the box that scrolls the page), when the browser starts rendering it (content-visibility), or
+// when the page is printed. Its first figure is always drawn. A chart in a part of the page that is not shown at
+// all (a closed tab or expander), or rendered wherever it lies (content-visibility other than auto), is drawn as
+// before.
+const NEAR = '50% 0px';
+const nearness = new Map();  // the box that scrolls the page -> an IntersectionObserver over it
+function scroller(el) {
+  // Streamlit's main area and sidebar scroll in boxes of their own (each element's own box has overflow: auto too)
+  return el.closest('[data-testid="stMain"], [data-testid="stSidebarContent"]');  // else the window
+}
+function watchNearness(gd) {
+  const root = scroller(gd);
+  let observer = nearness.get(root);
+  if (!observer) {
+    for (const [box, old] of nearness) if (box && !box.isConnected) { old.disconnect(); nearness.delete(box); }
+    observer = new IntersectionObserver((entries) => {
+      for (const e of entries) {
+        if (!e.target.isConnected) { observer.unobserve(e.target); continue; }  // a chart the page removed
+        e.target.__attnvizNear = e.isIntersecting;
+        if (e.isIntersecting) drawWaiting(e.target);
+      }
+    }, {root, rootMargin: NEAR});
+    nearness.set(root, observer);
+  }
+  observer.observe(gd);
+}
+function far(gd) {
+  return gd.__attnvizNear === false && gd.checkVisibility() && getComputedStyle(gd).contentVisibility === 'auto';
 }
 function drawWaiting(gd) {
   const waiting = gd.__attnvizWaiting;
@@ -162,6 +184,10 @@ export default async function (component) {
     gd.addEventListener('contentvisibilityautostatechange', (e) => { if (!e.skipped) drawWaiting(gd); });
     parentElement.appendChild(gd);
   }
+  if (!gd.__attnvizWatched && gd.isConnected) {  // from the chart's first figure on
+    gd.__attnvizWatched = true;
+    watchNearness(gd);
+  }
   gd.__attnvizClick = setTriggerValue;  // the current run's: a click reports through it
   gd.__attnvizWaiting = null;  // a figure that waited is superseded by this one
   delete gd.dataset.deferred;
@@ -181,7 +207,7 @@ export default async function (component) {
       if (parentElement.__attnvizTurn === turn) delete gd.dataset.drawing;
     }
   };
-  if (gd.dataset.digest && skipped(gd)) {
+  if (gd.dataset.digest && far(gd)) {
     gd.__attnvizWaiting = drawNow;
     gd.dataset.deferred = '1';
     return;
