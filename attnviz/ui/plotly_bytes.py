@@ -157,10 +157,14 @@ function watchNearness(gd) {
 function far(gd) {
   return gd.__attnvizNear === false && gd.checkVisibility() && getComputedStyle(gd).contentVisibility === 'auto';
 }
-function drawWaiting(gd) {
+function takeWaiting(gd) {  // the figure waiting on the chart (its drawing), which no longer waits
   const waiting = gd.__attnvizWaiting;
   gd.__attnvizWaiting = null;
   delete gd.dataset.deferred;
+  return waiting;
+}
+function drawWaiting(gd) {
+  const waiting = takeWaiting(gd);
   if (waiting) waiting();
 }
 window.addEventListener('beforeprint', () => {
@@ -189,8 +193,7 @@ export default async function (component) {
     watchNearness(gd);
   }
   gd.__attnvizClick = setTriggerValue;  // the current run's: a click reports through it
-  gd.__attnvizWaiting = null;  // a figure that waited is superseded by this one
-  delete gd.dataset.deferred;
+  takeWaiting(gd);  // a figure that waited is superseded by this one
   if (gd.dataset.digest === spec.digest) {  // the same figure again (a rerun that did not change it)
     if (gd.__attnvizOverlay !== spec.overlay && window.Plotly) {  // only what is drawn over it moved
       gd.__attnvizOverlay = spec.overlay;

@@ -43,12 +43,16 @@ def plot_z(page, index: int):
     return page.evaluate("(i) => document.querySelectorAll('.js-plotly-plot')[i]._fullData[0].z", index)
 
 
-def choose(page, label: str, option: str, exact: bool = True):
-    """Pick `option` in the Streamlit selectbox labelled `label` (a react-aria combobox)."""
+def choose(page, label: str, option: str, exact: bool = True, just_before=None):
+    """Pick `option` in the Streamlit selectbox labelled `label` (a react-aria combobox). just_before: called once
+    the list is open and shows the option, right before it is clicked."""
     box = page.get_by_role("combobox", name=label, exact=True).first
     box.scroll_into_view_if_needed()
     box.click()
     listbox = page.get_by_role("listbox").first
+    if just_before is not None:
+        page.get_by_role("option", name=option, exact=exact).first.wait_for()
+        just_before()
     for _ in range(3):
         opt = page.get_by_role("option", name=option, exact=exact).first
         opt.click()

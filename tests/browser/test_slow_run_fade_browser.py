@@ -3,6 +3,7 @@ fade does, once a run has lasted SLOW_RUN_MS (ui.page.FADE_SLOW_RUNS); the fade 
 import pytest
 
 from attnviz.ui.page import SLOW_RUN_MS
+from tests.browser.helpers import choose
 from tests.conftest import StreamlitServer, wait_for_app
 
 pytestmark = pytest.mark.browser
@@ -88,13 +89,7 @@ def test_the_app_installs_the_fade_once_and_a_head_change_leaves_the_page_as_it_
     assert not page.locator(".st-key-page_scripts").is_visible()
     # the list opened first, then the sampling started just before the option is clicked: on a busy machine opening
     # the list can take longer than the sampling lasts
-    box = page.get_by_role("combobox", name="Head", exact=True).first
-    box.scroll_into_view_if_needed()
-    box.click()
-    option = page.get_by_role("option", name="3", exact=True).first
-    option.wait_for()
-    page.evaluate(SAMPLE_JS, 3000)
-    option.click()
+    choose(page, "Head", "3", just_before=lambda: page.evaluate(SAMPLE_JS, 3000))
     page.locator("h3").filter(has_text="Layer 0, head 3").wait_for()
     log = page.evaluate("window.__fadeLog")
     started = [row[0] for row in log if row[1] == "running"]
