@@ -167,6 +167,28 @@ function drawWaiting(gd) {
   const waiting = takeWaiting(gd);
   if (waiting) waiting();
 }
+// The charts drawn in this page, by the digest of the figure each shows (at most DRAWN_KEPT, the last drawn): a
+// chart the page removed (another slide or page was shown) that is asked for again with the same figure at the
+// same width (the slide shown again, the page gone back to) is put back as it was drawn, instead of drawn again.
+const DRAWN = new Map();
+const DRAWN_KEPT = 48;
+function keepDrawn(gd, digest) {
+  DRAWN.delete(digest);
+  DRAWN.set(digest, gd);
+  if (DRAWN.size > DRAWN_KEPT) DRAWN.delete(DRAWN.keys().next().value);  // the oldest
+}
+function drawnBefore(digest, parentElement) {
+  for (const kept of DRAWN.values()) {  // a removed chart lets go of the removed page around it
+    if (!kept.isConnected && kept.parentNode) kept.remove();
+  }
+  const gd = DRAWN.get(digest);
+  if (!gd || gd.isConnected || gd.dataset.digest !== digest || gd.__attnvizWidth !== parentElement.clientWidth) {
+    return null;
+  }
+  gd.__attnvizNear = undefined;  // until the page's observer says where it now lies
+  return gd;
+}
+
 window.addEventListener('beforeprint', () => {
   for (const gd of document.querySelectorAll('.attnviz-plotly[data-deferred]')) drawWaiting(gd);
 });
@@ -178,7 +200,10 @@ export default async function (component) {
   parentElement.__attnvizTurn = turn;
   const spec = unpack(bytes);
   let gd = parentElement.querySelector(':scope > .attnviz-plotly');
-  if (!gd) {
+  if (!gd && (gd = drawnBefore(spec.digest, parentElement))) {
+    parentElement.appendChild(gd);
+    gd.__attnvizWatched = false;  // observed again where it now is
+  } else if (!gd) {
     gd = document.createElement('div');
     gd.className = 'attnviz-plotly';
     gd.style.width = '100%';
@@ -235,7 +260,8 @@ async function draw(gd, spec, parentElement, turn, height) {
   // A figure laid out before at this width (another head of the same text, a slide shown again, a lens switched
   // back): its margins are the ones plotly worked out for its labels then, so it draws once instead of drawing,
   // widening the margins and drawing again.
-  const marginsKey = marginKey(layout, spec.figure.data, parentElement.clientWidth);
+  const width = parentElement.clientWidth;
+  const marginsKey = marginKey(layout, spec.figure.data, width);
   const known = MARGINS.get(marginsKey);
   if (known) {
     layout.margin = {...(layout.margin || {}), ...known};
@@ -273,6 +299,8 @@ async function draw(gd, spec, parentElement, turn, height) {
   }
   gd.__attnvizOverlay = spec.overlay;
   gd.dataset.digest = spec.digest;
+  gd.__attnvizWidth = width;
+  keepDrawn(gd, spec.digest);
   if (spec.clicks && !gd.__attnvizClicks) {  // a click on a point reports its customdata, as a trigger value
     gd.__attnvizClicks = true;
     gd.on('plotly_click', (event) => {

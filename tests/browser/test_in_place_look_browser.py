@@ -3,7 +3,8 @@ chart (figures.token_bars) drawn by Streamlit on the Entropy page and in place o
 colour bar; a figure shown again is drawn once, with the margins plotly worked out for it the first time."""
 from __future__ import annotations
 
-from tests.browser.helpers import nav_to, open_path
+from tests.browser.helpers import choose, look_at, nav_to, open_path
+from tests.conftest import wait_for_app
 
 # what Streamlit's theme decides for a chart, as plotly.js resolved it
 LOOK = """(sel) => { const gd = document.querySelector(sel + ' .js-plotly-plot'); const L = gd._fullLayout;
@@ -73,24 +74,28 @@ MARGINS = """(sel) => { const gd = document.querySelector(sel + ' .js-plotly-plo
           size: [s.l, s.r, s.t, s.b, s.w, s.h], asked: [gd.layout.margin.l, gd.layout.margin.b]}; }"""
 
 
-def test_a_figure_shown_again_is_drawn_with_the_margins_plotly_worked_out_for_it(page, app_server):
-    """The Rollout page's in-place figures, first drawn with plotly's automatic margins (it widens them for the
-    labels, then draws again), come back after another page with those margins given: the same plot area, one draw.
-    A new page load starts without them and works out the same margins again."""
-    boxes = (".st-key-ro_raw", ".st-key-ro_bars")
-    open_path(page, app_server, "/rollout?model_choice=minilm&lens=weights&ro_layer=1")
-    first = {b: page.evaluate(MARGINS, b) for b in boxes}
-    assert not any(f["given"] for f in first.values())
+def test_a_figure_with_the_labels_of_one_drawn_before_is_drawn_with_the_margins_plotly_worked_out_for_it(
+        page, app_server):
+    """The heatmap's map, first drawn with plotly's automatic margins (it widens them for the labels, then draws
+    again), comes back after another page changed the head with those margins given: another head's weights over
+    the same tokens, in the same plot area, one draw. A new page load starts without them and works out the same
+    margins again."""
+    box = ".st-key-hm_heatmap"
+    open_path(page, app_server, "/heatmap?model_choice=minilm&lens=weights&layer=1&head=2")
+    look_at(page, "hm_heatmap")
+    first = page.evaluate(MARGINS, box)
+    assert not first["given"]
     # plotly widened the margins the figure asked for, to fit its labels
-    assert all(f["size"][0] > f["asked"][0] or f["size"][3] > f["asked"][1] for f in first.values()), first
-    nav_to(page, "Entropy")
-    nav_to(page, "Rollout")
-    page.wait_for_function("(b) => b.every(s => document.querySelector(s + ' .js-plotly-plot')?._fullLayout)",
-                           arg=list(boxes))
-    again = {b: page.evaluate(MARGINS, b) for b in boxes}
-    assert all(a["given"] for a in again.values())
-    assert {b: a["size"] for b, a in again.items()} == {b: f["size"] for b, f in first.items()}
-    open_path(page, app_server, "/rollout?model_choice=minilm&lens=weights&ro_layer=1")
-    fresh = {b: page.evaluate(MARGINS, b) for b in boxes}
-    assert not any(f["given"] for f in fresh.values())
-    assert {b: f["size"] for b, f in fresh.items()} == {b: f["size"] for b, f in first.items()}
+    assert first["size"][0] > first["asked"][0] or first["size"][3] > first["asked"][1], first
+    nav_to(page, "Query · key")
+    choose(page, "Head", "5")  # the shared head: the heatmap shows it when gone back to
+    wait_for_app(page)
+    nav_to(page, "Attention heatmap")
+    page.get_by_role("heading", name="Layer 1, head 5").first.wait_for(timeout=30_000)
+    look_at(page, "hm_heatmap")
+    again = page.evaluate(MARGINS, box)
+    assert again["given"] and again["size"] == first["size"], (again, first)
+    open_path(page, app_server, "/heatmap?model_choice=minilm&lens=weights&layer=1&head=2")
+    look_at(page, "hm_heatmap")
+    fresh = page.evaluate(MARGINS, box)
+    assert not fresh["given"] and fresh["size"] == first["size"], (fresh, first)
