@@ -424,16 +424,17 @@ def _present(b: Browser) -> None:
 def _deck(b: Browser, n: int, out: dict) -> None:
     """The shipped deck presented: the right and left arrow keys, until the slide counter shows the new slide
     and its page has settled. browser_deck_first_ms: steps from slide 1 to 2, 3 and 4 in pages that have not shown
-    them yet (each a new page presenting the deck; one such page first, untimed, warms the server);
-    browser_deck_ms: steps back and forth over slides 1-4 once the page has shown them (it keeps their charts)."""
+    them yet (each a new tab of the same browser presenting the deck, as a lecturer opens it; one such tab first,
+    untimed, warms the server); browser_deck_ms: steps back and forth over slides 1-4 once the page has shown them
+    (it keeps their charts)."""
     first = []
     for visit in range(1 + -(-n // 3)):
-        other = Browser.on(b._browser.new_context(viewport={"width": 1400, "height": 1000}).new_page(), b.url)
+        other = Browser.on(b.page.context.new_page(), b.url)
         try:
             _present(other)
             steps = [other.key("ArrowRight", DECK_BAR)[0] for _ in range(3)]
         finally:
-            other.page.context.close()
+            other.page.close()
         if visit:
             first += steps
     out["browser_deck_first_ms"] = statistics.median(first)
