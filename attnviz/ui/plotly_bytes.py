@@ -199,8 +199,8 @@ export default async function (component) {
   const turn = (parentElement.__attnvizTurn || 0) + 1;
   parentElement.__attnvizTurn = turn;
   const spec = unpack(bytes);
-  let gd = parentElement.querySelector(':scope > .attnviz-plotly');
-  if (!gd && (gd = drawnBefore(spec.digest, parentElement))) {
+  let gd = parentElement.querySelector(':scope > .attnviz-plotly') || drawnBefore(spec.digest, parentElement);
+  if (gd && !gd.isConnected) {  // a chart drawn before, put back
     parentElement.appendChild(gd);
     gd.__attnvizWatched = false;  // observed again where it now is
   } else if (!gd) {
@@ -257,8 +257,8 @@ async function draw(gd, spec, parentElement, turn, height) {
   if (layout.title && layout.title.text && !layout.title.text.startsWith('<b>')) {
     layout.title.text = '<b>' + layout.title.text + '</b>';  // in bold, as Streamlit's charts write their titles
   }
-  // A figure laid out before at this width (another head of the same text, a slide shown again, a lens switched
-  // back): its margins are the ones plotly worked out for its labels then, so it draws once instead of drawing,
+  // A figure laid out before at this width (another head of the same text, a lens switched back, a page gone back
+  // to after its head was changed on another page): its margins are the ones plotly worked out for its labels then, so it draws once instead of drawing,
   // widening the margins and drawing again.
   const width = parentElement.clientWidth;
   const marginsKey = marginKey(layout, spec.figure.data, width);
