@@ -167,21 +167,35 @@ function drawWaiting(gd) {
   const waiting = takeWaiting(gd);
   if (waiting) waiting();
 }
-// The charts drawn in this page, by the digest of the figure each shows (at most DRAWN_KEPT, the last drawn): a
-// chart the page removed (another slide or page was shown) that is asked for again with the same figure at the
-// same width (the slide shown again, the page gone back to) is put back as it was drawn, instead of drawn again.
+// The charts drawn in this page, by the digest of the figure each shows, with the size of its message (the last
+// drawn, at most DRAWN_KEPT of them and DRAWN_BYTES of messages: a 512-token map's is 1.3 MB): a chart the page
+// removed (another slide or page was shown) that is asked for again with the same figure at the same width (the
+// slide shown again, the page gone back to) is put back as it was drawn, instead of drawn again.
 const DRAWN = new Map();
 const DRAWN_KEPT = 48;
-function keepDrawn(gd, digest) {
-  DRAWN.delete(digest);
-  DRAWN.set(digest, gd);
-  if (DRAWN.size > DRAWN_KEPT) DRAWN.delete(DRAWN.keys().next().value);  // the oldest
+const DRAWN_BYTES = 16e6;
+let drawnBytes = 0;
+function forgetDrawn(digest) {
+  const kept = DRAWN.get(digest);
+  if (kept) {
+    drawnBytes -= kept.size;
+    DRAWN.delete(digest);
+  }
+}
+function keepDrawn(gd, digest, size) {
+  forgetDrawn(digest);
+  DRAWN.set(digest, {gd, size});
+  drawnBytes += size;
+  const budget = window.__attnvizDrawnBytes || DRAWN_BYTES;  // a page may set a smaller budget (a test does)
+  while (DRAWN.size > DRAWN_KEPT || (drawnBytes > budget && DRAWN.size > 1)) {
+    forgetDrawn(DRAWN.keys().next().value);  // the oldest
+  }
 }
 function drawnBefore(digest, parentElement) {
-  for (const kept of DRAWN.values()) {  // a removed chart lets go of the removed page around it
+  for (const {gd: kept} of DRAWN.values()) {  // a removed chart lets go of the removed page around it
     if (!kept.isConnected && kept.parentNode) kept.remove();
   }
-  const gd = DRAWN.get(digest);
+  const gd = (DRAWN.get(digest) || {}).gd;
   if (!gd || gd.isConnected || gd.dataset.digest !== digest || gd.__attnvizWidth !== parentElement.clientWidth) {
     return null;
   }
@@ -199,6 +213,7 @@ export default async function (component) {
   const turn = (parentElement.__attnvizTurn || 0) + 1;
   parentElement.__attnvizTurn = turn;
   const spec = unpack(bytes);
+  spec.size = bytes.length;
   let gd = parentElement.querySelector(':scope > .attnviz-plotly') || drawnBefore(spec.digest, parentElement);
   if (gd && !gd.isConnected) {  // a chart drawn before, put back
     parentElement.appendChild(gd);
@@ -298,9 +313,11 @@ async function draw(gd, spec, parentElement, turn, height) {
     if (MARGINS.size > MARGINS_KEPT) MARGINS.delete(MARGINS.keys().next().value);  // the oldest
   }
   gd.__attnvizOverlay = spec.overlay;
+  const shown = DRAWN.get(gd.dataset.digest);
+  if (shown && shown.gd === gd) forgetDrawn(gd.dataset.digest);  // the chart no longer shows that figure
   gd.dataset.digest = spec.digest;
   gd.__attnvizWidth = width;
-  keepDrawn(gd, spec.digest);
+  keepDrawn(gd, spec.digest, spec.size);
   if (spec.clicks && !gd.__attnvizClicks) {  // a click on a point reports its customdata, as a trigger value
     gd.__attnvizClicks = true;
     gd.on('plotly_click', (event) => {

@@ -89,6 +89,28 @@ def test_going_back_to_a_page_puts_its_charts_back_and_they_still_answer(page, a
     assert wider["hm_heatmap"]["values"] == after["values"]  # still layer 0, head 7
 
 
+def test_the_page_keeps_only_the_latest_charts_within_its_budget(browser, app_server):
+    """With the budget of kept figures at one byte, the page keeps only the chart it drew last: going back, that one
+    chart is put back and every other is drawn anew."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000}, **CONTEXT)  # its own tab: the budget
+    page = context.new_page()                                                         # stays in it
+    page.set_default_timeout(60_000)
+    page.add_init_script("window.__attnvizDrawnBytes = 1")
+    try:
+        open_path(page, app_server, "/heatmap?model_choice=minilm&lens=weights&layer=1&head=2")
+        look_at(page, "hm_heatmap")
+        page.evaluate(MARK, "first")
+        nav_to(page, "Entropy")
+        nav_to(page, "Attention heatmap")
+        look_at(page, "hm_heatmap")
+        back = page.evaluate(NOW)
+        assert len(back) >= 4 and back["hm_heatmap"]["mark"] is None, back
+        assert sum(now["mark"] is not None for now in back.values()) <= 1, back
+        assert all(abs(now["width"] - now["box"]) <= 1 for now in back.values()), back
+    finally:
+        context.close()
+
+
 def test_a_slide_shown_again_has_its_charts_put_back(browser, app_server):
     context = browser.new_context(viewport={"width": 1280, "height": 720}, **CONTEXT)
     page = context.new_page()
