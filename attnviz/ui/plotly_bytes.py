@@ -199,7 +199,6 @@ function drawnBefore(digest, parentElement) {
   if (!gd || gd.isConnected || gd.dataset.digest !== digest || gd.__attnvizWidth !== parentElement.clientWidth) {
     return null;
   }
-  gd.__attnvizNear = undefined;  // until the page's observer says where it now lies
   return gd;
 }
 
@@ -217,6 +216,7 @@ export default async function (component) {
   let gd = parentElement.querySelector(':scope > .attnviz-plotly') || drawnBefore(spec.digest, parentElement);
   if (gd && !gd.isConnected) {  // a chart drawn before, put back
     parentElement.appendChild(gd);
+    gd.__attnvizNear = undefined;  // until the page's observer says where it now lies
     gd.__attnvizWatched = false;  // observed again where it now is
   } else if (!gd) {
     gd = document.createElement('div');
@@ -273,8 +273,8 @@ async function draw(gd, spec, parentElement, turn, height) {
     layout.title.text = '<b>' + layout.title.text + '</b>';  // in bold, as Streamlit's charts write their titles
   }
   // A figure laid out before at this width (another head of the same text, a lens switched back, a page gone back
-  // to after its head was changed on another page): its margins are the ones plotly worked out for its labels then, so it draws once instead of drawing,
-  // widening the margins and drawing again.
+  // to after its head was changed on another page): its margins are the ones plotly worked out for its labels then,
+  // so it draws once instead of drawing, widening the margins and drawing again.
   const width = parentElement.clientWidth;
   const marginsKey = marginKey(layout, spec.figure.data, width);
   const known = MARGINS.get(marginsKey);

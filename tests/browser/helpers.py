@@ -37,6 +37,18 @@ def look_at(page, which: int | str, timeout: float = 30.0) -> None:
     page.wait_for_function(_LOOK_AT, arg=which, timeout=timeout * 1000)
 
 
+def hover_label(page, key: str, q: int, k: int) -> str:
+    """The hover label of the map in the box of `key` at (query q, key k), the map scrolled to the window's middle."""
+    chart = page.locator(f".st-key-{key} .js-plotly-plot").first
+    xy = chart.evaluate("""(el, [q, k]) => { el.scrollIntoView({block: 'center'});
+        const xa = el._fullLayout.xaxis, ya = el._fullLayout.yaxis, r = el.getBoundingClientRect();
+        return [r.left + xa._offset + xa.l2p(k), r.top + ya._offset + ya.l2p(q)]; }""", [q, k])
+    page.mouse.move(*xy)
+    label = page.locator(f".st-key-{key} .hoverlayer .hovertext").first
+    label.wait_for(timeout=10_000)
+    return label.text_content()
+
+
 def plot_z(page, index: int):
     """The first trace's z of the index-th plotly chart, as the reader sees it when looking at the chart."""
     look_at(page, index)

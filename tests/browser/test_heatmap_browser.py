@@ -5,8 +5,8 @@ import re
 import numpy as np
 import pytest
 
-from tests.browser.helpers import (bytes_figures, choose, click_marker, look_at, plot_z, sent_elements, url_params,
-                                   wait_plot)
+from tests.browser.helpers import (bytes_figures, choose, click_marker, hover_label, look_at, plot_z, sent_elements,
+                                   url_params, wait_plot)
 from tests.conftest import wait_for_app
 
 pytestmark = pytest.mark.browser
@@ -165,13 +165,7 @@ def test_a_long_head_comes_as_float32_bytes_into_the_same_chart_and_hovers_its_e
     # hover near the cell (query 300, key 290; a cell is under 2 pixels wide): the label names a cell and its
     # exact weight to 4 digits
     q, k = 300, 290
-    xy = chart.evaluate("""(el, [q, k]) => { el.scrollIntoView({block: 'center'});
-        const xa = el._fullLayout.xaxis, ya = el._fullLayout.yaxis, r = el.getBoundingClientRect();
-        return [r.left + xa._offset + xa.l2p(k), r.top + ya._offset + ya.l2p(q)]; }""", [q, k])
-    page.mouse.move(*xy)
-    label = page.locator(".st-key-hm_heatmap .hoverlayer .hovertext")
-    label.first.wait_for(timeout=10_000)
-    text = label.first.text_content()
+    text = hover_label(page, "hm_heatmap", q, k)
     found = re.fullmatch(r"query (\d+): .*key (\d+): .*weight ([0-9.e-]+)", text)
     assert found, text
     hq, hk = int(found.group(1)), int(found.group(2))

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from attnviz.bench.browser import Browser
-from tests.browser.helpers import look_at, nav_to, open_path
+from tests.browser.helpers import hover_label, look_at, nav_to, open_path
 from tests.conftest import CONTEXT, wait_for_app
 
 pytestmark = pytest.mark.browser
@@ -39,18 +39,6 @@ NOW = """() => Object.fromEntries([...document.querySelectorAll('.attnviz-plotly
 SLIDE_JS = "() => { const b = document.querySelector('[data-testid=\"deck-bar\"]'); return b ? +b.dataset.slide : null; }"
 
 
-def _hover_label(page, key: str, q: int, k: int) -> str:
-    """The hover label of the map of `key` at (query q, key k)."""
-    chart = page.locator(f".st-key-{key} .js-plotly-plot").first
-    xy = chart.evaluate("""(el, [q, k]) => { el.scrollIntoView({block: 'center'});
-        const xa = el._fullLayout.xaxis, ya = el._fullLayout.yaxis, r = el.getBoundingClientRect();
-        return [r.left + xa._offset + xa.l2p(k), r.top + ya._offset + ya.l2p(q)]; }""", [q, k])
-    page.mouse.move(*xy)
-    label = page.locator(f".st-key-{key} .hoverlayer .hovertext").first
-    label.wait_for(timeout=10_000)
-    return label.text_content()
-
-
 def test_going_back_to_a_page_puts_its_charts_back_and_they_still_answer(page, app_server):
     open_path(page, app_server, "/heatmap?model_choice=minilm&lens=weights&layer=1&head=2")
     look_at(page, "hm_heatmap")
@@ -66,7 +54,7 @@ def test_going_back_to_a_page_puts_its_charts_back_and_they_still_answer(page, a
         assert back[key]["mark"] == f"first:{key}" and back[key]["sameDrawing"], (key, back[key])
         assert back[key]["values"] == before[key]["values"] and abs(back[key]["width"] - back[key]["box"]) <= 1
     # it answers a hover with the cell's weight, as when it was drawn
-    assert re.fullmatch(r"query 3: .*key 5: .*weight [0-9.e-]+", _hover_label(page, "hm_heatmap", 3, 5))
+    assert re.fullmatch(r"query 3: .*key 5: .*weight [0-9.e-]+", hover_label(page, "hm_heatmap", 3, 5))
     # and a click on the grid put back opens that head: the map shows layer 0, head 7 (a new figure, drawn)
     Browser.on(page, app_server.url).click_head("hm_grid", 0, 7, ".st-key-hm_heatmap")
     wait_for_app(page)
