@@ -6,9 +6,10 @@ import streamlit as st
 from streamlit.errors import StreamlitAPIException
 
 from attnviz.runtime import one_blas_thread
-from attnviz.ui import busy, decks, page, share, sidebar
+from attnviz.ui import busy, decks, message_refs, page, share, sidebar
 from attnviz.ui.registry import HOME, PAGES
 
+message_refs.install()  # once per process, before any run has ended: references only to copies the browser holds
 one_blas_thread()  # once per process: numpy's products on one thread (runtime.one_blas_thread)
 
 _presenting = ((st.query_params.get("present") == "1" or bool(st.session_state.get("present")))
