@@ -24,6 +24,7 @@ So a copy these rules hold is one the browser holds when the reference reaches i
 """
 from __future__ import annotations
 
+import functools
 import threading
 import weakref
 
@@ -144,14 +145,17 @@ def install() -> None:
 
         queue, send, reset = AppSession._enqueue_forward_msg, Runtime._send_message, ScriptRunContext.reset
 
+        @functools.wraps(queue)
         def _enqueue_forward_msg(self, msg):
             copies_of(self).queued(msg)
             queue(self, msg)
 
+        @functools.wraps(send)
         def _send_message(self, session_info, msg):
             copies_of(session_info.session).sent(msg)
             send(self, session_info, msg)
 
+        @functools.wraps(reset)
         def _reset(self, *args, **kwargs):
             reset(self, *args, **kwargs)
             copies = _copies_by_id(self.session_id)

@@ -105,6 +105,9 @@ def test_the_message_cache_resolves_references_and_forgets_old_entries():
     ref.metadata.delta_path.extend([0, 7])  # the same element at another place
     full = s._through_cache(ref, ref.SerializeToString())
     assert full.delta.new_element.markdown.body == "a large element" and list(full.metadata.delta_path) == [0, 7]
-    for _ in range(3):  # unused for more than max_cached_message_age (2) runs: forgotten, as the browser does
+    for _ in range(5):  # another fragment's runs leave it alone, as in the browser
+        s._age_cache({"other"})
+    assert list(s._cache) == ["h1"]
+    for _ in range(3):  # unused for more than max_cached_message_age (2) whole runs: forgotten, as the browser does
         s._age_cache()
     assert s._cache == {}

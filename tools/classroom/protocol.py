@@ -34,6 +34,7 @@ WIDGET_KINDS = ("selectbox", "radio", "text_area", "text_input", "checkbox", "sl
 BUSY = "server is busy"  # the words of attnviz/ui/busy.py's waiting message
 FINISHED_OK = ForwardMsg.FINISHED_SUCCESSFULLY
 FINISHED_RERUN = ForwardMsg.FINISHED_EARLY_FOR_RERUN
+FINISHED_FRAGMENT_OK = ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY
 
 
 @dataclass
@@ -80,10 +81,12 @@ class Session:
         self._scripts = 0
         self._busy = False
         self._problems: list[str] = []  # messages of this interaction that make it an error (page not found)
-        # The frontend's message cache: big elements by hash, with the run count when last used. Their hashes
-        # go out with every rerun, and the server sends `ref_hash` instead of an element the tab already has.
-        self._cache: dict[str, tuple[bytes, int]] = {}
+        # The frontend's message cache: big elements by hash, with the run count when last used and the fragment
+        # that first sent it. Their hashes go out with every rerun, and the server sends `ref_hash` instead of an
+        # element the tab already has.
+        self._cache: dict[str, tuple[bytes, int, str]] = {}
         self._runs_seen = 0
+        self._saw_start = False  # a new_session since the last rerun request: only then does a run's end count
         self._max_age = 2  # new_session.config.max_cached_message_age
         self.bytes_in = 0
 
@@ -152,25 +155,28 @@ class Session:
     def _through_cache(self, msg: ForwardMsg, data: bytes) -> ForwardMsg:
         """Keep a cacheable element; replace a `ref_hash` by the element it names (with the ref's delta path)."""
         if msg.WhichOneof("type") == "ref_hash":
-            raw, _ = self._cache[msg.ref_hash]
-            self._cache[msg.ref_hash] = (raw, self._runs_seen)
+            raw, _, fragment = self._cache[msg.ref_hash]
+            self._cache[msg.ref_hash] = (raw, self._runs_seen, fragment)
             full = ForwardMsg()
             full.ParseFromString(raw)
             full.metadata.CopyFrom(msg.metadata)
             return full
-        if msg.metadata.cacheable and msg.hash and msg.hash not in self._cache:
-            self._cache[msg.hash] = (data, self._runs_seen)
+        if msg.metadata.cacheable and msg.hash:
+            raw, _, fragment = self._cache.get(msg.hash, (data, None, msg.delta.fragment_id))
+            self._cache[msg.hash] = (raw, self._runs_seen, fragment)  # kept, or used again
         return msg
 
-    def _age_cache(self) -> None:
-        """After each finished run the frontend forgets elements unused for more than max_cached_message_age runs."""
+    def _age_cache(self, fragments=()) -> None:
+        """After a successful run it saw start, the frontend forgets elements unused for more than
+        max_cached_message_age runs: all of them after a whole run, a fragment's run's own after a fragment's."""
         self._runs_seen += 1
-        self._cache = {h: (raw, used) for h, (raw, used) in self._cache.items()
-                       if self._runs_seen - used <= self._max_age}
+        self._cache = {h: (raw, used, f) for h, (raw, used, f) in self._cache.items()
+                       if self._runs_seen - used <= self._max_age or (fragments and f not in fragments)}
 
     def _handle(self, msg: ForwardMsg) -> None:
         kind = msg.WhichOneof("type")
         if kind == "new_session":  # every full script run starts with one
+            self._saw_start = True
             self._run = {}
             self._scripts += 1
             self.page_hash = msg.new_session.page_script_hash or self.page_hash
@@ -190,7 +196,8 @@ class Session:
         elif kind == "delta" and msg.delta.WhichOneof("type") == "add_block":
             self._run[tuple(msg.metadata.delta_path)] = None  # a container replaces what was at its path
         elif kind == "script_finished":
-            self._age_cache()
+            if msg.script_finished in (FINISHED_OK, FINISHED_FRAGMENT_OK) and self._saw_start:
+                self._age_cache(set(msg.metadata.run.fragment_ids))
             if msg.script_finished != FINISHED_RERUN and self._finished and not self._finished.done():
                 self.elements = {p: e for p, e in self._run.items() if e is not None}
                 self._remember_values()
@@ -207,6 +214,7 @@ class Session:
         state.page_name = page_name
         state.widget_states.widgets.extend(self.widget_states() if widgets is None else widgets)
         state.cached_message_hashes.extend(self._cache)
+        self._saw_start = False
         return back
 
     async def _rerun(self, what: str, *, page_name: str = "", page_hash: str | None = None,
