@@ -2,9 +2,10 @@
 
 Streamlit sends a big element the browser already holds (a figure a rerun did not change) as a reference to the
 browser's copy: the browser lists the copies it holds with every rerun request, and the server sends a reference for
-an element in that list. The browser forgets a copy unused for more than `global.maxCachedMessageAge` runs when a run
-finishes. A run that finishes after the browser sent its request (a slider moved by a quick run of keys while the
-page ran) can make the browser forget a copy its request listed; the reference arrives after that and the page stops
+an element in that list. The browser forgets a copy unused for more than `global.maxCachedMessageAge` runs when a
+successful run it saw start ends. A fragment's reruns wait for each other instead of stopping the one that runs, so
+a run can end after the browser sent its next request (a slider moved by a quick run of keys while the page ran):
+that end can make the browser forget a copy its request listed, the reference arrives after it, and the page stops
 with "Connection error: Cached ForwardMsg MISS".
 
 This keeps, per session, the browser's copies as the messages sent to it leave them, with the browser's own rules:
