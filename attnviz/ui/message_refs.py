@@ -125,10 +125,6 @@ def copies_of(session) -> BrowserCopies:
     return copies
 
 
-def _copies_by_id(session_id: str) -> BrowserCopies | None:
-    return _COPIES.get(session_id)
-
-
 def install() -> None:
     """Guard the running server's references (once per process, before any run has ended: the app's first line).
     Without a server (AppTest) nothing is sent as a reference and nothing changes."""
@@ -159,7 +155,7 @@ def install() -> None:
         @functools.wraps(reset)
         def _reset(self, *args, **kwargs):
             reset(self, *args, **kwargs)
-            copies = _copies_by_id(self.session_id)
+            copies = _COPIES.get(self.session_id)
             self.cached_message_hashes = (_Listed(self.cached_message_hashes, copies) if copies is not None
                                           else frozenset())  # a session not seen yet holds nothing of ours
 

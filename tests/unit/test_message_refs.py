@@ -1,47 +1,39 @@
 """ui.message_refs: a reference goes out only for a copy the browser will still hold when it reads it.
 
-The browser here is the test's own: Streamlit's frontend message cache as its code reads (ForwardMessageCache and
-the App's handling of runs): it keeps a cacheable element under the fragment that first sent it, a reference or the
-element again is a use, and a successful run's end it saw start (a new_session after its last request) adds one to
-its run count and forgets the copies (of the run's fragments, when a fragment ran) unused for more than two runs."""
+The browser here is the load tests' tab (tools.classroom.protocol.Session), whose message cache follows Streamlit's
+frontend as its code reads (ForwardMessageCache and the App's handling of runs): it keeps a cacheable element under
+the fragment that first sent it, a reference or the element again is a use, and a successful run's end it saw start
+(a new_session after its last request) adds one to its run count and forgets the copies (of the run's fragments,
+when a fragment ran) unused for more than two runs."""
 import random
 
 import pytest
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 from attnviz.ui.message_refs import BrowserCopies
+from tools.classroom.protocol import Session
 
 MAX_AGE = 2
 ENDS = (ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY)
 
 
 class Browser:
-    """The frontend's message cache and run counting."""
+    """A tab's message cache: what its rerun requests list, and what it holds as it reads the server's messages."""
 
     def __init__(self):
-        self.cache: dict[str, tuple[int, str]] = {}  # hash -> (run count when last used, fragment that first sent it)
-        self.runs = 0
-        self.saw_start = False  # a new_session read since the last request
+        self.tab = Session("http://127.0.0.1:1")  # never connected: only its handling of messages is used
+
+    @property
+    def cache(self) -> dict:
+        return self.tab._cache
 
     def request(self) -> frozenset:
-        self.saw_start = False
-        return frozenset(self.cache)
+        return frozenset(self.tab._rerun_msg().rerun_script.cached_message_hashes)
 
     def read(self, msg: ForwardMsg) -> None:
-        kind = msg.WhichOneof("type")
-        if kind == "new_session":
-            self.saw_start = True
-        elif kind == "ref_hash":
+        if msg.WhichOneof("type") == "ref_hash":
             assert msg.ref_hash in self.cache, f"Cached ForwardMsg MISS [hash={msg.ref_hash}]"
-            self.cache[msg.ref_hash] = (self.runs, self.cache[msg.ref_hash][1])
-        elif kind == "delta" and msg.metadata.cacheable:
-            _, fragment = self.cache.get(msg.hash, (None, msg.delta.fragment_id))
-            self.cache[msg.hash] = (self.runs, fragment)
-        elif kind == "script_finished" and msg.script_finished in ENDS and self.saw_start:
-            self.runs += 1
-            fragments = set(msg.metadata.run.fragment_ids)
-            self.cache = {h: (used, f) for h, (used, f) in self.cache.items()
-                          if not (self.runs - used > MAX_AGE and (not fragments or f in fragments))}
+        self.tab._handle(self.tab._through_cache(msg, msg.SerializeToString()))
 
 
 def _start():
