@@ -122,6 +122,36 @@ function marginKey(layout, data, width) {
     t.marker && [t.marker.colorbar, t.marker.showscale], t.name, t.showlegend, t.legendgroup])]));
 }
 
+// A token axis labels every k-th token (the server sends at most plotting.TICKS_MAX labels, for any width); the
+// page keeps as many of them as its width lets stand apart: every k-th again, from the first. Slanted or upright
+// labels stand side by side across their slant, so the room each needs is the line height, whatever the text; labels
+// along the axis (the x axis unslanted) would need their widths, and are left to the server. Hover still names every
+// token. The plot's length is taken as the chart's size less OUTSIDE (its labels, title and colour bar). An axis of
+// at most FEW labels (a short sentence, a layer's heads) keeps them all.
+const OUTSIDE = 150;
+const FEW = 16;
+const LINE = 1.2;  // a label's line height, in font sizes
+function spacedTicks(layout, width, height) {
+  for (const name of Object.keys(layout)) {
+    const ax = layout[name];
+    if (!/^[xy]axis\d*$/.test(name) || !ax || ax.tickmode !== 'array' || !Array.isArray(ax.tickvals)
+        || ax.tickvals.length <= FEW) continue;
+    const x = name[0] === 'x';
+    const slant = Math.abs((ax.tickangle || 0) * Math.PI / 180);
+    const across = x ? Math.sin(slant) : Math.cos(slant);  // the share of a label's spacing that lies across it
+    if (across < 0.5) continue;
+    const font = (ax.tickfont && ax.tickfont.size) || (layout.font && layout.font.size) || 12;
+    const domain = ax.domain || [0, 1];
+    const length = Math.max(0, ((x ? width : height) - OUTSIDE) * (domain[1] - domain[0]));
+    const fit = Math.max(2, Math.floor(length * across / (LINE * font)));
+    const k = Math.ceil(ax.tickvals.length / fit);
+    if (k <= 1) continue;
+    const every = (_, i) => i % k === 0;
+    layout[name] = {...ax, tickvals: ax.tickvals.filter(every),
+                    ...(Array.isArray(ax.ticktext) ? {ticktext: ax.ticktext.filter(every)} : {})};
+  }
+}
+
 function withOverlay(layout, overlay) {
   return [...(layout.shapes || []), ...JSON.parse(overlay)];
 }
@@ -276,6 +306,7 @@ async function draw(gd, spec, parentElement, turn, height) {
   // to after its head was changed on another page): its margins are the ones plotly worked out for its labels then,
   // so it draws once instead of drawing, widening the margins and drawing again.
   const width = parentElement.clientWidth;
+  spacedTicks(layout, width, layout.height || height);
   const marginsKey = marginKey(layout, spec.figure.data, width);
   const known = MARGINS.get(marginsKey);
   if (known) {
