@@ -106,13 +106,14 @@ with right:
                    "is the model's own output.")
 
 grid = gf.step_grid_figure(g.row(step), labels, s.query, f"Step {step}: every head's attention")
-show_figure(grid, key="gen_grid")
+show_figure(grid, key="gen_grid", in_place=True)
 st.caption("One line per head (grouped by layer, layer 0 at the top), one column per earlier position: the row of "
            "this step's query in every head at once" + (" (the decoder's self-attention)." if encoder_decoder else "."))
 
 st.subheader("Over all steps")
 show_figure(gf.head_map_figure(g.head_map(layer, head), labels, g.n_prompt,
-                               f"Layer {layer}, head {head}: the map as it was written"), key="gen_map")
+                               f"Layer {layer}, head {head}: the map as it was written"), key="gen_map",
+            in_place=True)
 st.caption("Row s is the step that wrote token s; its cells are that step's weights over every earlier position. "
            "Stacked, the rows are the head's causal attention map, each row computed when its token was written.")
 sink = g.sink_mass()[:, layer].mean(-1)
