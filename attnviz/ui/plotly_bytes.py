@@ -7,7 +7,13 @@ Here the figure's JSON goes without its large arrays, which follow it as raw flo
 message, and the chart stays in the page: plotly.js redraws it in place (Plotly.react). The weights are the same float32 numbers, so the hover
 shows what it showed. plotly.js itself (the plotly package's own copy) is a file on the app's media endpoint,
 loaded once per page, so nothing comes from off the machine. The exports (ui.figure.show_figure) are made
-from the figure on the server as before."""
+from the figure on the server as before.
+
+A token axis of more than 16 labels keeps, of the labels the server sent (plotting.token_ticks), every k-th from
+the first: as many as stand apart at the chart's size. Slanted or upright labels lie side by side across their
+line, so each needs its line's height (1.2 font sizes) across it; the plot's length is taken as the chart's size
+less 150 px for its labels, title and colour bar. Hover still names every token. The script keeps its comments
+short: every element of the component carries it."""
 from __future__ import annotations
 
 import streamlit as st
@@ -122,15 +128,10 @@ function marginKey(layout, data, width) {
     t.marker && [t.marker.colorbar, t.marker.showscale], t.name, t.showlegend, t.legendgroup])]));
 }
 
-// A token axis labels every k-th token (the server sends at most plotting.TICKS_MAX labels, for any width); the
-// page keeps as many of them as its width lets stand apart: every k-th again, from the first. Slanted or upright
-// labels stand side by side across their slant, so the room each needs is the line height, whatever the text; labels
-// along the axis (the x axis unslanted) would need their widths, and are left to the server. Hover still names every
-// token. The plot's length is taken as the chart's size less OUTSIDE (its labels, title and colour bar). An axis of
-// at most FEW labels (a short sentence, a layer's heads) keeps them all.
+// Of a token axis's labels, as many as stand apart at the chart's size (docs/decisions.md).
 const OUTSIDE = 150;
 const FEW = 16;
-const LINE = 1.2;  // a label's line height, in font sizes
+const LINE = 1.2;
 function spacedTicks(layout, width, height) {
   for (const name of Object.keys(layout)) {
     const ax = layout[name];
@@ -138,7 +139,7 @@ function spacedTicks(layout, width, height) {
         || ax.tickvals.length <= FEW) continue;
     const x = name[0] === 'x';
     const slant = Math.abs((ax.tickangle || 0) * Math.PI / 180);
-    const across = x ? Math.sin(slant) : Math.cos(slant);  // the share of a label's spacing that lies across it
+    const across = x ? Math.sin(slant) : Math.cos(slant);
     if (across < 0.5) continue;
     const font = (ax.tickfont && ax.tickfont.size) || (layout.font && layout.font.size) || 12;
     const domain = ax.domain || [0, 1];
