@@ -32,7 +32,7 @@ if report is None:
 ua.headline(report)
 
 st.subheader("What each method says")
-with figure_beside(ua.scores_figure(report), "trust_scores"):
+with figure_beside(ua.scores_figure(report), "trust_scores", in_place=True):  # a long input's labels spaced
     st.markdown(
         "One row per method, one column per input token; red = pushes the output up, blue = down, each row "
         "divided by its own largest |score| so that rankings compare (hover for the exact value).\n\n"

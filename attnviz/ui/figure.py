@@ -273,9 +273,10 @@ def show_figure(fig, key: str | None = None, *, name: str | None = None, exports
     return event
 
 
-def figure_beside(fig, key: str, ratio=(3, 2)):
-    """Show `fig` in a left column and return the right column, for its explanation."""
+def figure_beside(fig, key: str, ratio=(3, 2), **kwargs):
+    """Show `fig` in a left column (show_figure's keyword arguments go with it) and return the right column, for
+    its explanation."""
     left, right = st.columns(list(ratio))
     with left:
-        show_figure(fig, key=key)
+        show_figure(fig, key=key, **kwargs)
     return right

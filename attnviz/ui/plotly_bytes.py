@@ -11,8 +11,10 @@ from the figure on the server as before.
 
 A token axis of more than 16 labels keeps, of the labels the server sent (plotting.token_ticks), every k-th from
 the first: as many as stand apart at the chart's size. Slanted or upright labels lie side by side across their
-line, so each needs its line's height (1.2 font sizes) across it; the plot's length is taken as the chart's size
-less 150 px for its labels, title and colour bar. Hover still names every token. The script keeps its comments
+line, so each needs its line's height (1.2 font sizes) across it. The plot's length is the one plotly.js laid out
+when the chart was last drawn at this width; a chart's first figure takes its size less 150 px, and if plotly.js
+lays out a shorter plot, the labels are thinned again (a relayout of the axes alone). Hover still names every
+token. The script keeps its comments
 short: every element of the component carries it."""
 from __future__ import annotations
 
@@ -132,25 +134,43 @@ function marginKey(layout, data, width) {
 const OUTSIDE = 150;
 const FEW = 16;
 const LINE = 1.2;
-function spacedTicks(layout, width, height) {
+function tokenAxis(ax) {
+  return !!ax && ax.tickmode === 'array' && Array.isArray(ax.tickvals) && ax.tickvals.length > FEW;
+}
+function thinned(ax, x, length, layout) {
+  const slant = Math.abs((ax.tickangle || 0) * Math.PI / 180);
+  const across = x ? Math.sin(slant) : Math.cos(slant);
+  if (across < 0.5) return null;
+  const font = (ax.tickfont && ax.tickfont.size) || (layout.font && layout.font.size) || 12;
+  const k = Math.ceil(ax.tickvals.length / Math.max(2, Math.floor(length * across / (LINE * font))));
+  if (k <= 1) return null;
+  const every = (_, i) => i % k === 0;
+  return {tickvals: ax.tickvals.filter(every), ...(Array.isArray(ax.ticktext) ? {ticktext: ax.ticktext.filter(every)} : {})};
+}
+function spacedTicks(gd, layout, width, height) {
+  const sent = {};
   for (const name of Object.keys(layout)) {
     const ax = layout[name];
-    if (!/^[xy]axis\d*$/.test(name) || !ax || ax.tickmode !== 'array' || !Array.isArray(ax.tickvals)
-        || ax.tickvals.length <= FEW) continue;
-    const x = name[0] === 'x';
-    const slant = Math.abs((ax.tickangle || 0) * Math.PI / 180);
-    const across = x ? Math.sin(slant) : Math.cos(slant);
-    if (across < 0.5) continue;
-    const font = (ax.tickfont && ax.tickfont.size) || (layout.font && layout.font.size) || 12;
-    const domain = ax.domain || [0, 1];
-    const length = Math.max(0, ((x ? width : height) - OUTSIDE) * (domain[1] - domain[0]));
-    const fit = Math.max(2, Math.floor(length * across / (LINE * font)));
-    const k = Math.ceil(ax.tickvals.length / fit);
-    if (k <= 1) continue;
-    const every = (_, i) => i % k === 0;
-    layout[name] = {...ax, tickvals: ax.tickvals.filter(every),
-                    ...(Array.isArray(ax.ticktext) ? {ticktext: ax.ticktext.filter(every)} : {})};
+    if (!/^[xy]axis\d*$/.test(name) || !tokenAxis(ax)) continue;
+    sent[name] = ax;
+    const x = name[0] === 'x', domain = ax.domain || [0, 1];
+    const last = gd.__attnvizWidth === width && gd._fullLayout && gd._fullLayout[name];
+    const length = last && last._length || Math.max(0, ((x ? width : height) - OUTSIDE) * (domain[1] - domain[0]));
+    const t = thinned(ax, x, length, layout);
+    if (t) layout[name] = {...ax, ...t};
   }
+  return sent;
+}
+async function respaced(Plotly, gd, layout, sent) {
+  const fix = {};
+  for (const [name, ax] of Object.entries(sent)) {
+    const full = gd._fullLayout && gd._fullLayout[name];
+    const t = full && full._length && thinned(ax, name[0] === 'x', full._length, layout);
+    if (!t || t.tickvals.length >= layout[name].tickvals.length) continue;
+    fix[name + '.tickvals'] = t.tickvals;
+    if (t.ticktext) fix[name + '.ticktext'] = t.ticktext;
+  }
+  if (Object.keys(fix).length) await Plotly.relayout(gd, fix);
 }
 
 function withOverlay(layout, overlay) {
@@ -307,7 +327,7 @@ async function draw(gd, spec, parentElement, turn, height) {
   // to after its head was changed on another page): its margins are the ones plotly worked out for its labels then,
   // so it draws once instead of drawing, widening the margins and drawing again.
   const width = parentElement.clientWidth;
-  spacedTicks(layout, width, layout.height || height);
+  const sent = spacedTicks(gd, layout, width, layout.height || height);
   const marginsKey = marginKey(layout, spec.figure.data, width);
   const known = MARGINS.get(marginsKey);
   if (known) {
@@ -339,6 +359,7 @@ async function draw(gd, spec, parentElement, turn, height) {
   gd.__attnvizBase = {shapes: layout.shapes || []};
   layout.shapes = withOverlay(layout, spec.overlay);
   await Plotly.react(gd, spec.figure.data, layout, config);
+  await respaced(Plotly, gd, layout, sent);
   if (!known && gd._fullLayout && gd._fullLayout._size) {
     const m = gd._fullLayout._size;
     MARGINS.set(marginsKey, {l: m.l, r: m.r, t: m.t, b: m.b});

@@ -1,7 +1,8 @@
 """Chromium: a long input's token axes label only as many tokens as stand apart at the chart's width. On the heatmap
 page at 512 tokens no two neighbouring labels of the head's map or the token focus's maps overlap (their rendered
 boxes, slant and all), the labels kept are every k-th token from the first, hover still names a token left
-unlabelled, and a short sentence keeps every label."""
+unlabelled, and a short sentence keeps every label. The same on the Trust page's token scores, beside its
+explanation, at 60 tokens (which the server labels one by one)."""
 from __future__ import annotations
 
 from urllib.parse import quote
@@ -9,6 +10,7 @@ from urllib.parse import quote
 import pytest
 
 from attnviz.bench.browser import long_input, short_text
+from attnviz.examples import long_text
 from tests.browser.helpers import hover_label, look_at, open_path
 from tests.conftest import wait_for_app
 
@@ -86,6 +88,20 @@ def test_a_long_inputs_token_labels_stand_apart_and_hover_names_every_token(page
     step = _check_every_kth(_axis(page, "hm_heatmap", "y"), "hm_heatmap y")
     label = hover_label(page, "hm_heatmap", step + 1, step + 2)
     assert f"query {step + 1}:" in label and f"key {step + 2}:" in label, label
+
+
+def test_the_trust_pages_token_scores_keep_their_labels_apart(page, app_server):
+    text = " ".join(long_text().split()[:50])
+    open_path(page, app_server, f"/trust?model_choice=minilm&trust_random=false&text={quote(text)}")
+    page.get_by_role("button", name="▶ Run").click()
+    page.locator(".st-key-trust_scores .js-plotly-plot").first.wait_for(timeout=300_000)
+    wait_for_app(page, 120)
+    got = _axis(page, "trust_scores", "x")
+    n = page.evaluate("() => document.querySelector('.st-key-trust_scores .js-plotly-plot')._fullData[0].z[0].length")
+    assert 40 < n <= 80, f"{n} tokens: the server would label them all"
+    step = _check_every_kth(got, "trust_scores x")
+    assert step > 1 and len(got["labels"]) >= 8, f"{len(got['labels'])} labels of {n}, every {step}"
+    _check_apart(got, "trust_scores x")
 
 
 def test_a_short_sentence_keeps_every_label(page, app_server):
