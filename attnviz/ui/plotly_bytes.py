@@ -14,8 +14,7 @@ the first: as many as stand apart at the chart's size. Slanted or upright labels
 line, so each needs its line's height (1.2 font sizes) across it. The plot's length is the one plotly.js laid out
 when the chart was last drawn at this width; a chart's first figure takes its size less 150 px, and if plotly.js
 lays out a shorter plot, the labels are thinned again (a relayout of the axes alone). Hover still names every
-token. The script keeps its comments
-short: every element of the component carries it."""
+token. The script keeps its comments short: every element of the component carries it."""
 from __future__ import annotations
 
 import streamlit as st
