@@ -14,7 +14,7 @@ the first: as many as stand apart at the chart's size. Slanted or upright labels
 line, so each needs its line's height (1.2 font sizes) across it. The plot's length is the one plotly.js laid out
 when the chart was last drawn at this width; a chart's first figure takes its size less 150 px, and if plotly.js
 lays out a shorter plot, the labels are thinned again (a relayout of the axes alone). Hover still names every
-token. The script keeps its comments short: every element of the component carries it."""
+token. Every element of the component carries its script, which goes without its comment lines."""
 from __future__ import annotations
 
 import streamlit as st
@@ -381,7 +381,15 @@ async function draw(gd, spec, parentElement, turn, height) {
 """
 
 NAME = "attnviz_plotly_bytes"  # the component's name, as its elements carry it
-_component = st.components.v2.component(NAME, js=_JS, isolate_styles=False)
+
+
+def without_comment_lines(js: str) -> str:
+    """`js` without its lines that hold only a comment: every element of a component carries its script, and the
+    script above is written to be read (it has no template literals, so no such line lies inside a string)."""
+    return "\n".join(line for line in js.split("\n") if not line.lstrip().startswith("//"))
+
+
+_component = st.components.v2.component(NAME, js=without_comment_lines(_JS), isolate_styles=False)
 
 
 def available() -> bool:

@@ -140,3 +140,15 @@ def test_the_theme_grows_its_rem_distances_with_the_root_font_and_marks_ticks_on
     assert (layout["xaxis"]["ticks"], layout["yaxis"]["ticks"], layout["margin"]["pad"]) == ("", "", 10.5)
     heat = plotting.figure_from_bytes(plotly_bytes.payload(go.Figure(go.Heatmap(z=[[1, 2]])), {}, "u"))
     assert "ticks" not in heat["figure"]["layout"]["xaxis"]  # a map keeps plotly's ticks, as Streamlit draws it
+
+
+def test_the_script_goes_without_its_comment_lines_and_keeps_every_line_of_code():
+    js = plotly_bytes._JS
+    sent = plotly_bytes.without_comment_lines(js)
+    code = [line for line in js.split("\n") if not line.lstrip().startswith("//")]
+    comments = [line for line in js.split("\n") if line.lstrip().startswith("//")]
+    assert "`" not in js  # no template literal, so no comment-looking line lies inside a string
+    assert len(comments) > 10 and not any(line.lstrip().startswith("//") for line in sent.split("\n"))
+    assert sent.split("\n") == code and len(sent) < len(js) - sum(len(c) for c in comments) + 1
+    # a comment after code stays with its code; a line of code that merely contains // is kept
+    assert plotly_bytes.without_comment_lines("a();  // why\n  // gone\nb('http://x');") == "a();  // why\nb('http://x');"
