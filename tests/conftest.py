@@ -116,15 +116,29 @@ def _tabs(browser):
             tab.context.close()
 
 
+def forget_stored(pg) -> None:
+    """What pages stored in the browser (localStorage: the margins of figures drawn in place) let go, for every site
+    of the tab's context: each test starts from a browser that has shown nothing."""
+    origins = [o["origin"] for o in pg.context.storage_state()["origins"]]
+    if origins:
+        cdp = pg.context.new_cdp_session(pg)
+        try:
+            for origin in origins:
+                cdp.send("Storage.clearDataForOrigin", {"origin": origin, "storageTypes": "local_storage"})
+        finally:
+            cdp.detach()
+
+
 @pytest.fixture
 def page(_tabs, browser, request):
-    """The worker's tab, on a blank page with no cookies, the default window size and timeout. Each test's first
-    page load still starts a Streamlit session of its own."""
+    """The worker's tab, on a blank page with no cookies or stored data, the default window size and timeout. Each
+    test's first page load still starts a Streamlit session of its own."""
     ARTIFACTS.mkdir(exist_ok=True)
     if not _tabs or _tabs[-1].is_closed():
         _tabs.append(browser.new_context(viewport=VIEWPORT, **CONTEXT).new_page())
     pg = _tabs[-1]
     pg.context.clear_cookies()
+    forget_stored(pg)
     pg.set_viewport_size(VIEWPORT)
     pg.set_default_timeout(60_000)
     pg.goto("about:blank")  # the last test's session ends with its page

@@ -425,7 +425,8 @@ def _deck(b: Browser, n: int, out: dict) -> None:
     """The shipped deck presented: the right and left arrow keys, until the slide counter shows the new slide
     and its page has settled. browser_deck_first_ms: steps from slide 1 to 2, 3 and 4 in pages that have not shown
     them yet (each a new tab of the same browser presenting the deck, as a lecturer opens it; one such tab first,
-    untimed, warms the server); browser_deck_ms: steps back and forth over slides 1-4 once the page has shown them
+    untimed, warms the server and the figures' margins the browser keeps, as a rehearsal in that browser does);
+    browser_deck_ms: steps back and forth over slides 1-4 once the page has shown them
     (it keeps their charts)."""
     first = []
     for visit in range(1 + -(-n // 3)):

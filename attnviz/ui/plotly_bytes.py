@@ -102,10 +102,37 @@ function fullscreen(Plotly, gd) {
           click: () => (document.fullscreenElement === gd ? document.exitFullscreen() : gd.requestFullscreen())};
 }
 
-// the margins plotly worked out for a figure's labels, by a digest of what they depend on (marginKey), for this
-// page's life
+// the margins plotly worked out for a figure's labels, by a digest of what they depend on (marginKey), kept in the
+// browser's storage for this site: a page loaded again, a link opened in another tab or a deck presented again
+// draws a figure laid out before once, as a figure shown again in the same page is
 const MARGINS = new Map();
 const MARGINS_KEPT = 500;
+const MARGINS_STORE = 'attnviz-margins';
+// the stored (digest, margins) pairs that are such pairs (another version of the page, or a damaged store, may
+// have left anything there)
+function storedMargins() {
+  let saved;
+  try { saved = JSON.parse(localStorage.getItem(MARGINS_STORE) || '[]'); } catch (e) { return []; }
+  const margins = (m) => !!m && ['l', 'r', 't', 'b'].every(k => Number.isFinite(m[k]) && m[k] >= 0);
+  return Array.isArray(saved) ? saved.filter(e => Array.isArray(e) && typeof e[0] === 'string' && margins(e[1])) : [];
+}
+for (const [k, m] of storedMargins()) MARGINS.set(k, {l: m.l, r: m.r, t: m.t, b: m.b});
+let marginsSaving = null;
+function keepMargins(key, m) {
+  MARGINS.delete(key);
+  MARGINS.set(key, m);
+  if (MARGINS.size > MARGINS_KEPT) MARGINS.delete(MARGINS.keys().next().value);  // the oldest
+  if (marginsSaving === null) {  // once, after the run's charts are drawn
+    marginsSaving = setTimeout(() => {
+      marginsSaving = null;
+      // another tab's margins, laid out since this page loaded, are kept beside this page's
+      const all = new Map(storedMargins());
+      for (const [k, v] of MARGINS) { all.delete(k); all.set(k, v); }
+      // a browser that refuses storage (a private window may) keeps them for the page's life only
+      try { localStorage.setItem(MARGINS_STORE, JSON.stringify([...all].slice(-MARGINS_KEPT))); } catch (e) { }
+    }, 1000);
+  }
+}
 
 // A short name for a long text: two 32-bit multiplicative hashes of its characters and its length (a long input's
 // labels make a description of hundreds of kilobytes, which the page need not keep).
@@ -361,8 +388,7 @@ async function draw(gd, spec, parentElement, turn, height) {
   await respaced(Plotly, gd, layout, sent);
   if (!known && gd._fullLayout && gd._fullLayout._size) {
     const m = gd._fullLayout._size;
-    MARGINS.set(marginsKey, {l: m.l, r: m.r, t: m.t, b: m.b});
-    if (MARGINS.size > MARGINS_KEPT) MARGINS.delete(MARGINS.keys().next().value);  // the oldest
+    keepMargins(marginsKey, {l: m.l, r: m.r, t: m.t, b: m.b});
   }
   gd.__attnvizOverlay = spec.overlay;
   const shown = DRAWN.get(gd.dataset.digest);

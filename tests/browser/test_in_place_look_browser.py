@@ -1,6 +1,7 @@
 """A figure drawn in place (ui.plotly_bytes) looks as st.plotly_chart draws the same kind of figure: the same bar
 chart (figures.token_bars) drawn by Streamlit on the Entropy page and in place on the Rollout page, and a heatmap's
-colour bar; a figure shown again is drawn once, with the margins plotly worked out for it the first time."""
+colour bar; a figure shown again is drawn once, with the margins plotly worked out for it the first time, also in a
+page loaded again or another tab of the same browser."""
 from __future__ import annotations
 
 from tests.browser.helpers import choose, look_at, nav_to, open_path
@@ -68,6 +69,7 @@ def test_a_slide_draws_its_figures_in_place_except_those_it_reads_clicks_from(pa
     assert (page.evaluate(KIND, ".st-key-en_bars"), page.evaluate(KIND, ".st-key-en_grid")) == ("streamlit", "streamlit")
 
 
+STORE = "attnviz-margins"  # where the browser keeps them (ui.plotly_bytes)
 # the margins plotly drew a figure with, and whether it was given them (its axes' automargin off) or worked them out
 MARGINS = """(sel) => { const gd = document.querySelector(sel + ' .js-plotly-plot'), s = gd._fullLayout._size;
   return {given: gd.layout.xaxis.automargin === false && gd.layout.yaxis.automargin === false,
@@ -75,13 +77,14 @@ MARGINS = """(sel) => { const gd = document.querySelector(sel + ' .js-plotly-plo
 
 
 def test_a_figure_with_the_labels_of_one_drawn_before_is_drawn_with_the_margins_plotly_worked_out_for_it(
-        page, app_server):
+        page, app_server, browser):
     """The heatmap's map, first drawn with plotly's automatic margins (it widens them for the labels, then draws
     again), comes back after another page changed the head with those margins given: another head's weights over
-    the same tokens, in the same plot area, one draw. A new page load starts without them and works out the same
-    margins again."""
+    the same tokens, in the same plot area, one draw. The browser keeps them for the site: the page loaded again,
+    and opened in another tab, draws with them given; a browser that has not drawn it works out the same ones."""
     box = ".st-key-hm_heatmap"
-    open_path(page, app_server, "/heatmap?model_choice=minilm&lens=weights&layer=1&head=2")
+    path = "/heatmap?model_choice=minilm&lens=weights&layer=1&head=2"
+    open_path(page, app_server, path)
     look_at(page, "hm_heatmap")
     first = page.evaluate(MARGINS, box)
     assert not first["given"]
@@ -95,7 +98,39 @@ def test_a_figure_with_the_labels_of_one_drawn_before_is_drawn_with_the_margins_
     look_at(page, "hm_heatmap")
     again = page.evaluate(MARGINS, box)
     assert again["given"] and again["size"] == first["size"], (again, first)
-    open_path(page, app_server, "/heatmap?model_choice=minilm&lens=weights&layer=1&head=2")
+    page.wait_for_function(f"() => (localStorage.getItem('{STORE}') || '').length > 2", timeout=10_000)
+    open_path(page, app_server, path)
     look_at(page, "hm_heatmap")
-    fresh = page.evaluate(MARGINS, box)
+    reloaded = page.evaluate(MARGINS, box)
+    assert reloaded["given"] and reloaded["size"] == first["size"], (reloaded, first)
+    tab = page.context.new_page()
+    try:
+        open_path(tab, app_server, path)
+        look_at(tab, "hm_heatmap")
+        other = tab.evaluate(MARGINS, box)
+    finally:
+        tab.close()
+    assert other["given"] and other["size"] == first["size"], (other, first)
+    elsewhere = browser.new_context(viewport=page.viewport_size)
+    try:
+        fresh_page = elsewhere.new_page()
+        open_path(fresh_page, app_server, path)
+        look_at(fresh_page, "hm_heatmap")
+        fresh = fresh_page.evaluate(MARGINS, box)
+    finally:
+        elsewhere.close()
     assert not fresh["given"] and fresh["size"] == first["size"], (fresh, first)
+
+
+def test_a_damaged_store_of_margins_is_started_again(page, app_server):
+    """Margins stored by another version of the page, or damaged, are not read: the figure works its own out, and
+    the store is written again as a list of (digest, margins) pairs."""
+    path = "/heatmap?model_choice=minilm&lens=weights&layer=1&head=2"
+    open_path(page, app_server, "/")
+    page.evaluate(f"() => localStorage.setItem('{STORE}', '{{not json')")
+    open_path(page, app_server, path)
+    look_at(page, "hm_heatmap")
+    assert not page.evaluate(MARGINS, ".st-key-hm_heatmap")["given"]
+    page.wait_for_function(f"() => (localStorage.getItem('{STORE}') || '').startsWith('[[')", timeout=10_000)
+    stored = page.evaluate(f"() => JSON.parse(localStorage.getItem('{STORE}'))")
+    assert stored and all(len(e) == 2 and set(e[1]) == {"l", "r", "t", "b"} for e in stored), stored[:3]
