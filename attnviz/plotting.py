@@ -318,3 +318,40 @@ def plotly_js() -> bytes:
     import plotly
 
     return (Path(plotly.__file__).parent / "package_data" / "plotly.min.js").read_bytes()
+
+
+# The time a kept copy of plotly.js says it was last changed (2000-01-01): a browser keeps a file without a stated
+# lifetime for a tenth of its age (RFC 9111, 4.2.2), and the file under its name, which carries its own digest,
+# never changes.
+PLOTLY_COPY_MTIME = 946684800
+
+
+def plotly_js_copy(folder) -> str | None:
+    """plotly_js() kept as a file in `folder` under a name that carries its digest (plotly-<12 hex>.min.js), written
+    once (atomically, with PLOTLY_COPY_MTIME as its time); the file's name, or None where it cannot be written."""
+    import hashlib
+    import os
+    import tempfile
+    from pathlib import Path
+
+    js = plotly_js()
+    name = f"plotly-{hashlib.sha256(js).hexdigest()[:12]}.min.js"
+    path = Path(folder) / name
+    try:
+        if not (path.is_file() and path.stat().st_size == len(js)):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".plotly-", suffix=".tmp")
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(js)
+                os.chmod(tmp, 0o644)  # served to anyone who may load the app's pages (mkstemp makes it private)
+                os.utime(tmp, (PLOTLY_COPY_MTIME, PLOTLY_COPY_MTIME))
+                os.replace(tmp, path)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+        elif path.stat().st_mtime != PLOTLY_COPY_MTIME:
+            os.utime(path, (PLOTLY_COPY_MTIME, PLOTLY_COPY_MTIME))
+    except OSError:
+        return None
+    return name

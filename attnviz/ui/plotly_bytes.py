@@ -5,8 +5,8 @@ the browser takes every new figure through JSON.stringify, forty string replacem
 into a new chart: for a 512-token head that took longer than the server's whole run (docs/performance.md).
 Here the figure's JSON goes without its large arrays, which follow it as raw float32 bytes in the same
 message, and the chart stays in the page: plotly.js redraws it in place (Plotly.react). The weights are the same float32 numbers, so the hover
-shows what it showed. plotly.js itself (the plotly package's own copy) is a file on the app's media endpoint,
-loaded once per page, so nothing comes from off the machine. The exports (ui.figure.show_figure) are made
+shows what it showed. plotly.js itself (the plotly package's own copy) is one of the app's static files (else a
+file on its media endpoint), loaded once per page and kept by the browser, so nothing comes from off the machine. The exports (ui.figure.show_figure) are made
 from the figure on the server as before.
 
 A token axis of more than 16 labels keeps, of the labels the server sent (plotting.token_ticks), every k-th from
@@ -17,9 +17,11 @@ lays out a shorter plot, the labels are thinned again (a relayout of the axes al
 token. Every element of the component carries its script, which goes without its comment lines."""
 from __future__ import annotations
 
+from functools import lru_cache
+
 import streamlit as st
 
-from attnviz.plotting import figure_bytes, plotly_js
+from attnviz.plotting import figure_bytes, plotly_js, plotly_js_copy
 from attnviz.ui.present import STREAMLIT_ROOT_PX, root_px as page_root_px
 
 FONT = '"Source Sans", sans-serif'
@@ -428,18 +430,41 @@ def available() -> bool:
 
 
 def plotly_url() -> str:
-    """plotly.js on the app's media endpoint, added once on every run that shows such a figure, so it stays served
-    (the run is told by its context's cursors, a new dict on every run, which the memo holds on to)."""
+    """Where a page loads plotly.js from: the app's static files (a copy beside the app's script, which the browser
+    keeps between page loads: static_plotly), else the media endpoint, added once on every run that shows such a
+    figure, so it stays served (the run is told by its context's cursors, a new dict on every run, which the memo
+    holds on to)."""
     from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
     ctx = get_script_run_ctx()
     memo = getattr(ctx, "_attnviz_plotly_url", None)
     if ctx is not None and memo is not None and memo[0] is ctx.cursors:
         return memo[1]
-    url = _files().add(plotly_js(), "text/javascript", "attnviz-plotly-js")
+    url = static_plotly(ctx.main_script_path if ctx is not None else None) or _files().add(
+        plotly_js(), "text/javascript", "attnviz-plotly-js")
     if ctx is not None:
         ctx._attnviz_plotly_url = (ctx.cursors, url)
     return url
+
+
+@lru_cache(maxsize=4)
+def static_plotly(main_script: str | None) -> str | None:
+    """The URL of plotly.js among the app's static files (`server.enableStaticServing`: the folder `static` beside
+    the app's script, at app/static/ relative to any page), copied there once per server; None when static files are
+    not served or the copy cannot be written (a read-only folder).
+
+    The media endpoint sends a file without any caching header, so a page loaded again (a reload, a link opened in
+    another tab) downloaded plotly.js's 4.8 MB again and compiled it afresh, and the server compressed it on every
+    such load (about 200 ms of its event loop). A static file carries its time of last change, which lets the
+    browser keep it (plotting.PLOTLY_COPY_MTIME)."""
+    from pathlib import Path
+
+    from streamlit import config
+
+    if not main_script or not config.get_option("server.enableStaticServing"):
+        return None
+    name = plotly_js_copy(Path(main_script).resolve().parent / "static")
+    return None if name is None else f"app/static/{name}"
 
 
 def _files():
