@@ -328,7 +328,8 @@ PLOTLY_COPY_MTIME = 946684800
 
 def plotly_js_copy(folder) -> str | None:
     """plotly_js() kept as a file in `folder` under a name that carries its digest (plotly-<12 hex>.min.js), written
-    once (atomically, with PLOTLY_COPY_MTIME as its time); the file's name, or None where it cannot be written."""
+    (atomically, with PLOTLY_COPY_MTIME as its time) unless a file there already holds it; the file's name, or None
+    where it cannot be written."""
     import hashlib
     import os
     import tempfile
@@ -338,7 +339,7 @@ def plotly_js_copy(folder) -> str | None:
     name = f"plotly-{hashlib.sha256(js).hexdigest()[:12]}.min.js"
     path = Path(folder) / name
     try:
-        if not (path.is_file() and path.stat().st_size == len(js)):
+        if not (path.is_file() and path.stat().st_size == len(js) and path.read_bytes() == js):
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".plotly-", suffix=".tmp")
             try:

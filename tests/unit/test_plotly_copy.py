@@ -29,9 +29,10 @@ def test_the_copy_is_written_once_and_a_damaged_one_again(tmp_path):
     path = tmp_path / name
     inode = path.stat().st_ino
     assert plotting.plotly_js_copy(tmp_path) == name and path.stat().st_ino == inode  # kept, not written again
-    path.write_bytes(b"cut short")
-    assert plotting.plotly_js_copy(tmp_path) == name
-    assert path.read_bytes() == _package_copy() and path.stat().st_mtime == plotting.PLOTLY_COPY_MTIME
+    for damage in (b"cut short", b"x" * path.stat().st_size):  # shorter, or as long with other bytes
+        path.write_bytes(damage)
+        assert plotting.plotly_js_copy(tmp_path) == name
+        assert path.read_bytes() == _package_copy() and path.stat().st_mtime == plotting.PLOTLY_COPY_MTIME
 
 
 def test_a_folder_that_cannot_be_written_gives_no_copy(tmp_path):
