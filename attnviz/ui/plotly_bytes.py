@@ -4,10 +4,10 @@ st.plotly_chart sends a figure as JSON (a 512 x 512 map's weights are 1.4 MB of 
 the browser takes every new figure through JSON.stringify, forty string replacements and JSON.parse, twice,
 into a new chart: for a 512-token head that took longer than the server's whole run (docs/performance.md).
 Here the figure's JSON goes without its large arrays, which follow it as raw float32 bytes in the same
-message, and the chart stays in the page: plotly.js redraws it in place (Plotly.react). The weights are the same float32 numbers, so the hover
-shows what it showed. plotly.js itself (the plotly package's own copy) is one of the app's static files (else a
-file on its media endpoint), loaded once per page and kept by the browser, so nothing comes from off the machine. The exports (ui.figure.show_figure) are made
-from the figure on the server as before.
+message, and the chart stays in the page: plotly.js redraws it in place (Plotly.react). The weights are the same
+float32 numbers, so the hover shows what it showed. plotly.js itself (the plotly package's own copy) is one of the
+app's static files (else a file on its media endpoint), loaded once per page and kept by the browser, so nothing
+comes from off the machine. The exports (ui.figure.show_figure) are made from the figure on the server as before.
 
 A token axis of more than 16 labels keeps, of the labels the server sent (plotting.token_ticks), every k-th from
 the first: as many as stand apart at the chart's size. Slanted or upright labels lie side by side across their
@@ -16,8 +16,6 @@ when the chart was last drawn at this width; a chart's first figure takes its si
 lays out a shorter plot, the labels are thinned again (a relayout of the axes alone). Hover still names every
 token. Every element of the component carries its script, which goes without its comment lines."""
 from __future__ import annotations
-
-from functools import lru_cache
 
 import streamlit as st
 
@@ -447,11 +445,14 @@ def plotly_url() -> str:
     return url
 
 
-@lru_cache(maxsize=4)
+# the name of plotly.js's copy in each static folder, or None where it could not be written (checked once per server)
+_STATIC_COPIES: dict = {}
+
+
 def static_plotly(main_script: str | None) -> str | None:
     """The URL of plotly.js among the app's static files (`server.enableStaticServing`: the folder `static` beside
-    the app's script, at app/static/ relative to any page), copied there once per server; None when static files are
-    not served or the copy cannot be written (a read-only folder).
+    the app's script, at app/static/ relative to any page), copied there once per server (again if the copy goes
+    away); None when static files are not served or the copy cannot be written (a read-only folder).
 
     The media endpoint sends a file without any caching header, so a page loaded again (a reload, a link opened in
     another tab) downloaded plotly.js's 4.8 MB again and compiled it afresh, and the server compressed it on every
@@ -463,7 +464,10 @@ def static_plotly(main_script: str | None) -> str | None:
 
     if not main_script or not config.get_option("server.enableStaticServing"):
         return None
-    name = plotly_js_copy(Path(main_script).resolve().parent / "static")
+    folder = Path(main_script).resolve().parent / "static"
+    if folder not in _STATIC_COPIES or (_STATIC_COPIES[folder] and not (folder / _STATIC_COPIES[folder]).is_file()):
+        _STATIC_COPIES[folder] = plotly_js_copy(folder)
+    name = _STATIC_COPIES[folder]
     return None if name is None else f"app/static/{name}"
 
 

@@ -46,13 +46,16 @@ def test_static_plotly_is_used_only_where_static_files_are_served(tmp_path, monk
 
     script = tmp_path / "app.py"
     script.write_text("")
-    plotly_bytes.static_plotly.cache_clear()
+    plotly_bytes._STATIC_COPIES.clear()
     monkeypatch.setattr(config, "get_option", lambda name: False if name == "server.enableStaticServing" else None)
     assert plotly_bytes.static_plotly(str(script)) is None and not (tmp_path / "static").exists()
-    plotly_bytes.static_plotly.cache_clear()
+    plotly_bytes._STATIC_COPIES.clear()
     monkeypatch.setattr(config, "get_option", lambda name: True if name == "server.enableStaticServing" else None)
     url = plotly_bytes.static_plotly(str(script))
     assert url is not None and url.startswith("app/static/plotly-") and url.endswith(".min.js")
-    assert (tmp_path / "static" / url.rsplit("/", 1)[1]).read_bytes() == _package_copy()
+    copy = tmp_path / "static" / url.rsplit("/", 1)[1]
+    assert copy.read_bytes() == _package_copy()
+    copy.unlink()  # the copy removed while the server runs: written again
+    assert plotly_bytes.static_plotly(str(script)) == url and copy.read_bytes() == _package_copy()
     assert plotly_bytes.static_plotly(None) is None
-    plotly_bytes.static_plotly.cache_clear()
+    plotly_bytes._STATIC_COPIES.clear()
