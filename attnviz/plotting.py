@@ -332,25 +332,17 @@ def plotly_js_copy(folder) -> str | None:
     where it cannot be written."""
     import hashlib
     import os
-    import tempfile
     from pathlib import Path
+
+    from attnviz.runtime import write_atomically
 
     js = plotly_js()
     name = f"plotly-{hashlib.sha256(js).hexdigest()[:12]}.min.js"
     path = Path(folder) / name
     try:
         if not (path.is_file() and path.stat().st_size == len(js) and path.read_bytes() == js):
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".plotly-", suffix=".tmp")
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(js)
-                os.chmod(tmp, 0o644)  # served to anyone who may load the app's pages (mkstemp makes it private)
-                os.utime(tmp, (PLOTLY_COPY_MTIME, PLOTLY_COPY_MTIME))
-                os.replace(tmp, path)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+            # readable by anyone who may load the app's pages (a temporary file is private)
+            write_atomically(path, js, mode=0o644, mtime=PLOTLY_COPY_MTIME)
         elif path.stat().st_mtime != PLOTLY_COPY_MTIME:
             os.utime(path, (PLOTLY_COPY_MTIME, PLOTLY_COPY_MTIME))
     except OSError:

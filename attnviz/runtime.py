@@ -1,8 +1,9 @@
-"""Process-wide runtime settings: torch threads set once, the user's cache folder, free memory, reading a
-transformers config's sizes under their many names, and a memory check before loading a model."""
+"""Process-wide runtime settings: torch threads set once, the user's cache folder, writing a file atomically, free
+memory, reading a transformers config's sizes under their many names, and a memory check before loading a model."""
 from __future__ import annotations
 
 import os
+import tempfile
 import threading
 from contextlib import contextmanager
 from pathlib import Path
@@ -100,6 +101,26 @@ def cache_dir() -> Path:
         return Path(own).expanduser()
     xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
     return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "attnviz"
+
+
+def write_atomically(target: Path, data: str | bytes, mode: int | None = None, mtime: float | None = None) -> None:
+    """Write `data` (text as UTF-8) to a temporary file beside `target`, give it `mode` and `mtime` when asked, and
+    rename it over `target`, so that a reader (another process, a web server) sees the old file or the new one, never
+    half; the folder is made if missing. OSError propagates, and no temporary file is left."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data.encode("utf-8") if isinstance(data, str) else data)
+        if mode is not None:
+            os.chmod(tmp, mode)
+        if mtime is not None:
+            os.utime(tmp, (mtime, mtime))
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def available_bytes() -> int | None:

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import threading
 import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from attnviz.runtime import cache_dir, cpu_threads
+from attnviz.runtime import cache_dir, cpu_threads, write_atomically
 from attnviz.units import human_seconds
 
 FILE = "timings.json"
@@ -70,11 +69,7 @@ def record(model: str, task: str, seconds: float, detail: str = "") -> None:
         data = _read()
         data[_key(model, task)] = asdict(entry)
         try:
-            path().parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path().parent, prefix=".timings-", suffix=".json")
-            with os.fdopen(fd, "w") as f:
-                json.dump(data, f, indent=1, sort_keys=True)
-            os.replace(tmp, path())  # atomic: readers see the old file or the new one
+            write_atomically(path(), json.dumps(data, indent=1, sort_keys=True))
         except OSError:
             pass
 

@@ -13,12 +13,12 @@ import json
 import os
 import re
 import secrets
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from attnviz.decks import deck as dk
+from attnviz.runtime import write_atomically
 from attnviz.errors import BadInput
 
 MAX_COPIES = 200  # working copies kept; the least recently changed go first
@@ -57,23 +57,10 @@ def path(deck_id: str) -> Path:
     return folder() / f"{deck_id}.json"
 
 
-def _write(target: Path, text: str) -> None:
-    """Write atomically: a reader sees the old file or the new one, never half of one."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=".json")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def save(deck_id: str, deck: dk.Deck) -> Path:
     """Write the working copy (and forget the oldest copies beyond MAX_COPIES); returns its path."""
     target = path(deck_id)
-    _write(target, dk.to_json(deck))
+    write_atomically(target, dk.to_json(deck))
     _prune()
     return target
 
@@ -119,7 +106,7 @@ def set_position(deck_id: str, slide: int, restart: bool = False) -> dict:
     pos = {"slide": int(slide),
            "started": now if restart or "started" not in old else old["started"],
            "since": old.get("since", now) if old.get("slide") == int(slide) and not restart else now}
-    _write(folder() / f"{deck_id}.at.json", json.dumps(pos))
+    write_atomically(folder() / f"{deck_id}.at.json", json.dumps(pos))
     return pos
 
 
