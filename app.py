@@ -40,5 +40,6 @@ except StreamlitAPIException:  # a widget refused a value: if it came from a han
 else:
     share.accept_link_values()
     share.run_completed()
+    decks.keep_slide_charts()  # a slide's charts, for the slide before to have drawn out of sight
 finally:  # also after st.stop() in a page: keep the URL and the share link current
     page.end()

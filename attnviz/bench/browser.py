@@ -52,7 +52,7 @@ _STATE_JS = """(sel) => {
     || document.querySelector('[data-stale="true"]') !== null
     || document.querySelectorAll('[data-testid="stMainBlockContainer"] [data-testid="stElementContainer"]').length === 0
     || charts.some(c => !(c.querySelector('.js-plotly-plot')?._fullLayout))
-    || document.querySelector('.attnviz-plotly[data-drawing], .attnviz-plotly:not(.js-plotly-plot)') !== null;
+    || document.querySelector('.attnviz-plotly[data-drawing], .attnviz-plotly:not(.js-plotly-plot):not(.attnviz-spare > *)') !== null;
   const now = performance.now(), input = window.__attnvizInput ?? null;
   const el = document.querySelector(sel + ' .js-plotly-plot');
   if (!el) { const box = document.querySelector(sel); return [busy, box ? box.innerText : null, now, input]; }
@@ -114,8 +114,16 @@ _INPUT_JS = """(() => {
   };
   window.addEventListener('pointerdown', note, true);
   window.addEventListener('keydown', note, true);
-  const shown = (r) => { const el = r.target.nodeType === 1 ? r.target : r.target.parentNode;
-                         return !(el && el.closest && el.closest('canvas')); };
+  // nor are a deck's next slide's charts, drawn out of sight (.attnviz-spare, ui.plotly_bytes) while a slide shows,
+  // or plotly.js's own element for measuring text, which lies outside the window and is transparent, or a node no
+  // longer in the document
+  const spare = (n) => n.nodeType === 1 && n.classList.contains('attnviz-spare');
+  const shown = (r) => {
+    const el = r.target.nodeType === 1 ? r.target : r.target.parentNode;
+    return !!el && el.isConnected && !(el.closest && el.closest('canvas, .attnviz-spare, #js-plotly-tester'))
+      && r.attributeName !== 'data-spare-drawing'
+      && !(r.type === 'childList' && [...r.addedNodes, ...r.removedNodes].every(spare));
+  };
   const changes = new MutationObserver((records) => {
     if (window.__attnvizArmed && records.some(shown)) window.__attnvizChanged = performance.now();
   });
@@ -323,10 +331,12 @@ class Browser:
         return self.measure(sel, prepare, lambda: box.press("Enter"))
 
     def key(self, name: str, sel: str):
-        """Press the key `name` with no box focused (a deck's slide step)."""
-        return self.measure(sel, lambda: self.page.evaluate("() => document.activeElement && "
-                                                            "document.activeElement.blur()"),
-                            lambda: self.page.keyboard.press(name))
+        """Press the key `name` with no box focused (a deck's slide step), once the page has drawn the next slide's
+        charts out of sight, as it does while the lecturer talks (data-spare-drawing: ui.plotly_bytes)."""
+        def prepare():
+            self.page.wait_for_function("() => !document.documentElement.dataset.spareDrawing", timeout=30_000)
+            self.page.evaluate("() => document.activeElement && document.activeElement.blur()")
+        return self.measure(sel, prepare, lambda: self.page.keyboard.press(name))
 
     def click_head(self, grid_key: str, layer: int, head: int, sel: str):
         """Click the thumbnail of (layer, head) in the head grid `.st-key-<grid_key>`."""
@@ -425,7 +435,9 @@ def _deck(b: Browser, n: int, out: dict) -> None:
     """The shipped deck presented: the right and left arrow keys, until the slide counter shows the new slide
     and its page has settled. browser_deck_first_ms: steps from slide 1 to 2, 3 and 4 in pages that have not shown
     them yet (each a new tab of the same browser presenting the deck, as a lecturer opens it; one such tab first,
-    untimed, warms the server and the figures' margins the browser keeps, as a rehearsal in that browser does);
+    untimed, warms the server and what the browser keeps of the figures (their margins and widths), as a rehearsal
+    in that browser does; each step is pressed once the page has drawn the next slide's charts out of sight, which
+    it does while the lecturer talks: Browser.key);
     browser_deck_ms: steps back and forth over slides 1-4 once the page has shown them
     (it keeps their charts)."""
     first = []

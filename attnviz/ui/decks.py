@@ -12,6 +12,7 @@ import html
 import threading
 import time
 import zlib
+from collections import OrderedDict
 from pathlib import Path
 
 import streamlit as st
@@ -482,7 +483,57 @@ def slide_bar() -> None:
         with st.container(key="deck_slides"):  # one link per slide, for the keyboard
             for k in range(n):
                 slide_link(key, d, k, str(k + 1))
+            following = slide_charts(key, d, i + 1) if i + 1 < n else None
+            if following:
+                from attnviz.ui import plotly_bytes
+
+                if plotly_bytes.available():
+                    plotly_bytes.spare(following, key="deck_next_charts")
         st.html(KEYS_JS % {"slide": f"{html.escape(key)}/{i}"}, unsafe_allow_javascript=True)
+
+
+# The charts each slide's page drew in place on its last whole run (any session), by (digest of the deck's content,
+# slide: each opening of a deck makes a working copy of its own): the slide before sends them, so that the browser draws them out of sight while the lecturer
+# talks, and the slide, when shown, puts them back instead of drawing them (ui.plotly_bytes.spare). Shared by the
+# server's sessions; the latest slides, at most SLIDE_CHARTS_BYTES of messages.
+_SLIDE_CHARTS: OrderedDict = OrderedDict()
+_SLIDE_CHARTS_LOCK = threading.Lock()
+SLIDE_CHARTS_BYTES = 64_000_000
+
+
+def _slide_tag(key: str, d: dk.Deck, i: int) -> tuple:
+    return zlib.crc32(dk.to_json(d).encode()), i
+
+
+def keep_slide_charts() -> None:
+    """At the end of a whole run (not a part of the page rerun alone) that showed a deck's slide: keep the charts
+    its page drew in place, for the slide before to send."""
+    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+    from attnviz.ui.plotly_bytes import drawn_this_run
+
+    shown, ctx = presenting_deck(), get_script_run_ctx()
+    if shown is None or ctx is None or ctx.fragment_ids_this_run:
+        return
+    keep_charts(_slide_tag(*shown), dict(drawn_this_run()))
+
+
+def keep_charts(tag: tuple, charts: dict[str, bytes]) -> None:
+    """Keep `charts` (messages by element key) as slide `tag`'s latest (none: forget them), dropping the slides kept
+    longest ago while all of them come to more than SLIDE_CHARTS_BYTES (the latest is kept whatever its size)."""
+    with _SLIDE_CHARTS_LOCK:
+        _SLIDE_CHARTS.pop(tag, None)
+        if charts:
+            _SLIDE_CHARTS[tag] = charts
+        total = sum(len(m) for c in _SLIDE_CHARTS.values() for m in c.values())
+        while total > SLIDE_CHARTS_BYTES and len(_SLIDE_CHARTS) > 1:
+            total -= sum(len(m) for m in _SLIDE_CHARTS.popitem(last=False)[1].values())  # the oldest
+
+
+def slide_charts(key: str, d: dk.Deck, i: int) -> dict[str, bytes] | None:
+    """The charts slide i of the deck drew in place on its last whole run on this server, by element key."""
+    with _SLIDE_CHARTS_LOCK:
+        return _SLIDE_CHARTS.get(_slide_tag(key, d, i))
 
 
 def _clock(seconds: float) -> str:

@@ -64,10 +64,14 @@ function plotlyFrom(url) {
   return loading[url];
 }
 
-function unpack(bytes) {
+// a message's description (JSON after its length) and where it ends
+function header(bytes) {
   const n = new DataView(bytes.buffer, bytes.byteOffset, 4).getUint32(0, true);
-  const spec = JSON.parse(new TextDecoder().decode(bytes.subarray(4, 4 + n)));
-  let at = 4 + n + ((4 - (n % 4)) % 4);
+  return [JSON.parse(new TextDecoder().decode(bytes.subarray(4, 4 + n))), 4 + n];
+}
+
+function unpack(bytes, [spec, n] = header(bytes)) {
+  let at = n + ((4 - (n % 4)) % 4);
   const end = spec.arrays.reduce((sum, a) => sum + 4 * a.shape.reduce((x, y) => x * y, 1), at);
   // after the figure, the shapes drawn over it on this run (a frame around the chosen item)
   spec.overlay = end < bytes.length ? new TextDecoder().decode(bytes.subarray(end)) : '[]';
@@ -102,36 +106,50 @@ function fullscreen(Plotly, gd) {
           click: () => (document.fullscreenElement === gd ? document.exitFullscreen() : gd.requestFullscreen())};
 }
 
-// the margins plotly worked out for a figure's labels, by a digest of what they depend on (marginKey), kept in the
-// browser's storage for this site: a page loaded again, a link opened in another tab or a deck presented again
-// draws a figure laid out before once, as a figure shown again in the same page is
-const MARGINS = new Map();
-const MARGINS_KEPT = 500;
-const MARGINS_STORE = 'attnviz-margins';
-// the stored (digest, margins) pairs that are such pairs (another version of the page, or a damaged store, may
-// have left anything there)
-function storedMargins() {
-  let saved;
-  try { saved = JSON.parse(localStorage.getItem(MARGINS_STORE) || '[]'); } catch (e) { return []; }
-  const margins = (m) => !!m && ['l', 'r', 't', 'b'].every(k => Number.isFinite(m[k]) && m[k] >= 0);
-  return Array.isArray(saved) ? saved.filter(e => Array.isArray(e) && typeof e[0] === 'string' && margins(e[1])) : [];
+// A map kept in the browser's storage for this site under the name given: its latest entries (up to the limit), written at most once
+// a second (once after a run's charts are drawn), merged with what other tabs wrote since this page loaded. Only the
+// stored (text, value) pairs that clean() accepts are read (another version of the page, or a damaged store, may
+// have left anything there); a browser that refuses storage (a private window may) keeps them for the page's life.
+function keptMap(name, limit, clean) {
+  const map = new Map();
+  const stored = () => {
+    let saved;
+    try { saved = JSON.parse(localStorage.getItem(name) || '[]'); } catch (e) { return []; }
+    if (!Array.isArray(saved)) return [];
+    const out = [];
+    for (const e of saved) {
+      const value = Array.isArray(e) && typeof e[0] === 'string' ? clean(e[1]) : null;
+      if (value !== null) out.push([e[0], value]);
+    }
+    return out;
+  };
+  for (const [k, v] of stored()) map.set(k, v);
+  let saving = null;
+  map.keep = (key, value) => {
+    map.delete(key);
+    map.set(key, value);
+    if (map.size > limit) map.delete(map.keys().next().value);  // the oldest
+    if (saving === null) {
+      saving = setTimeout(() => {
+        saving = null;
+        const all = new Map(stored());
+        for (const [k, v] of map) { all.delete(k); all.set(k, v); }
+        try { localStorage.setItem(name, JSON.stringify([...all].slice(-limit))); } catch (e) { }
+      }, 1000);
+    }
+  };
+  return map;
 }
-for (const [k, m] of storedMargins()) MARGINS.set(k, {l: m.l, r: m.r, t: m.t, b: m.b});
-let marginsSaving = null;
-function keepMargins(key, m) {
-  MARGINS.delete(key);
-  MARGINS.set(key, m);
-  if (MARGINS.size > MARGINS_KEPT) MARGINS.delete(MARGINS.keys().next().value);  // the oldest
-  if (marginsSaving === null) {  // once, after the run's charts are drawn
-    marginsSaving = setTimeout(() => {
-      marginsSaving = null;
-      // another tab's margins, laid out since this page loaded, are kept beside this page's
-      const all = new Map(storedMargins());
-      for (const [k, v] of MARGINS) { all.delete(k); all.set(k, v); }
-      // a browser that refuses storage (a private window may) keeps them for the page's life only
-      try { localStorage.setItem(MARGINS_STORE, JSON.stringify([...all].slice(-MARGINS_KEPT))); } catch (e) { }
-    }, 1000);
-  }
+// the margins plotly worked out for a figure's labels, by a digest of what they depend on (marginKey): a page loaded
+// again, a link opened in another tab or a deck presented again draws a figure laid out before once, as a figure
+// shown again in the same page is
+const MARGINS = keptMap('attnviz-margins', 500, (m) => (
+  !!m && ['l', 'r', 't', 'b'].every(k => Number.isFinite(m[k]) && m[k] >= 0) ? {l: m.l, r: m.r, t: m.t, b: m.b} : null));
+// the width each chart (by its element's key) had in a window of this width and root font size: where a deck's next
+// slide draws its charts out of sight (spare charts, below)
+const WIDTHS = keptMap('attnviz-widths', 500, (w) => (Number.isFinite(w) && w > 0 ? w : null));
+function widthKey(key) {
+  return key + '|' + window.innerWidth + '|' + getComputedStyle(document.documentElement).fontSize;
 }
 
 // A short name for a long text: two 32-bit multiplicative hashes of its characters and its length (a long input's
@@ -257,6 +275,7 @@ function forgetDrawn(digest) {
   if (kept) {
     drawnBytes -= kept.size;
     DRAWN.delete(digest);
+    if (kept.gd.__attnvizSpare && kept.gd.parentElement) kept.gd.parentElement.remove();  // drawn out of sight
   }
 }
 function keepDrawn(gd, digest, size) {
@@ -273,10 +292,94 @@ function drawnBefore(digest, parentElement) {
     if (!kept.isConnected && kept.parentNode) kept.remove();
   }
   const gd = (DRAWN.get(digest) || {}).gd;
-  if (!gd || gd.isConnected || gd.dataset.digest !== digest || gd.__attnvizWidth !== parentElement.clientWidth) {
+  if (!gd || (gd.isConnected && !gd.__attnvizSpare) || gd.dataset.digest !== digest || gd.__attnvizWidth !== parentElement.clientWidth) {
     return null;
   }
   return gd;
+}
+
+function newChart() {
+  const gd = document.createElement('div');
+  gd.className = 'attnviz-plotly';
+  gd.style.width = '100%';
+  return gd;
+}
+// the browser lays out and paints a chart in the page only while it is in or near the window: a rerun that draws the
+// page's charts again does not also render those the reader has scrolled away from (its height is its own)
+function rendersNear(gd) {
+  if (gd.__attnvizRendersNear) return;
+  gd.__attnvizRendersNear = true;
+  gd.style.contentVisibility = 'auto';
+  gd.addEventListener('contentvisibilityautostatechange', (e) => { if (!e.skipped) drawWaiting(gd); });
+}
+
+// A deck's next slide: the charts its page last drew on this server, sent with the slide before (ui.decks). Once
+// this page's own charts are drawn and the browser is idle (the lecturer is still talking), each is drawn out of
+// sight at the width its element had in this browser at this window size (WIDTHS) and kept among the drawn charts,
+// so the next slide puts it back instead of drawing it. A chart whose width is not known here is drawn when its
+// slide is shown. The page carries data-spare-drawing until they are drawn; a newer slide's charts stop an older
+// slide's, and spare charts no longer wanted are dropped.
+let spareTurn = 0;
+function pageIdle() {
+  return new Promise((done) => {
+    const check = () => {
+      const app = document.querySelector('[data-testid="stApp"]');
+      if (document.querySelector('.attnviz-plotly[data-drawing]')
+          || (app && app.getAttribute('data-test-script-state') === 'running')) {
+        setTimeout(check, 50);
+      } else if (window.requestIdleCallback) {
+        requestIdleCallback(() => done(), {timeout: 500});
+      } else {
+        setTimeout(done, 0);
+      }
+    };
+    check();
+  });
+}
+async function spareCharts(items, bytes) {
+  const turn = ++spareTurn;
+  const root = document.documentElement;
+  root.dataset.spareDrawing = '1';
+  try {
+    await pageIdle();  // this page's own charts first: they may put back spare charts drawn for them
+    if (turn !== spareTurn) return;
+    const todo = [], wanted = new Set();
+    for (const [key, from, to] of items) {
+      const spec = unpack(bytes.subarray(from, to));
+      spec.size = to - from;
+      wanted.add(spec.digest);
+      const width = WIDTHS.get(widthKey(key)), kept = DRAWN.get(spec.digest);
+      if (width && !(kept && kept.gd.__attnvizWidth === Math.round(width)
+                     && (kept.gd.__attnvizSpare || !kept.gd.isConnected))) {
+        todo.push([spec, width]);
+      }
+    }
+    for (const host of document.querySelectorAll('body > .attnviz-spare')) {
+      const gd = host.firstChild;
+      if (gd && wanted.has(gd.dataset.digest)) continue;
+      if (gd && (DRAWN.get(gd.dataset.digest) || {}).gd === gd) forgetDrawn(gd.dataset.digest);
+      host.remove();
+    }
+    for (const [spec, width] of todo) {
+      await pageIdle();
+      if (turn !== spareTurn) return;
+      const host = document.createElement('div');
+      host.className = 'attnviz-spare';
+      host.style.cssText = 'position: fixed; left: -100000px; top: 0; visibility: hidden; pointer-events: none; '
+                           + 'width: ' + width + 'px';
+      const gd = newChart();
+      const height = spec.figure.layout.height || 450;
+      gd.style.height = height + 'px';
+      gd.__attnvizSpare = true;
+      host.__attnvizTurn = 1;
+      host.appendChild(gd);
+      document.body.appendChild(host);
+      await draw(gd, spec, host, 1, height);
+      if (gd.dataset.digest !== spec.digest) host.remove();  // not drawn (plotly.js did not load)
+    }
+  } finally {
+    if (turn === spareTurn) delete root.dataset.spareDrawing;
+  }
 }
 
 window.addEventListener('beforeprint', () => {
@@ -286,23 +389,27 @@ window.addEventListener('beforeprint', () => {
 export default async function (component) {
   const { data, parentElement, setTriggerValue } = component;
   const bytes = data instanceof Uint8Array ? data : new Uint8Array(data);
+  const head = header(bytes);
+  if (head[0].spare) {  // a deck's next slide's charts, to draw out of sight
+    spareCharts(head[0].spare, bytes.subarray(head[1]));
+    return;
+  }
   const turn = (parentElement.__attnvizTurn || 0) + 1;
   parentElement.__attnvizTurn = turn;
-  const spec = unpack(bytes);
+  const spec = unpack(bytes, head);
   spec.size = bytes.length;
   let gd = parentElement.querySelector(':scope > .attnviz-plotly') || drawnBefore(spec.digest, parentElement);
-  if (gd && !gd.isConnected) {  // a chart drawn before, put back
+  if (gd && (!gd.isConnected || gd.__attnvizSpare)) {  // a chart drawn before (or out of sight), put back
+    const host = gd.__attnvizSpare ? gd.parentElement : null;
+    gd.__attnvizSpare = false;
     parentElement.appendChild(gd);
+    if (host) host.remove();
     gd.__attnvizNear = undefined;  // until the page's observer says where it now lies
     gd.__attnvizWatched = false;  // observed again where it now is
+    rendersNear(gd);
   } else if (!gd) {
-    gd = document.createElement('div');
-    gd.className = 'attnviz-plotly';
-    gd.style.width = '100%';
-    // the browser lays out and paints the chart only while it is in or near the window: a rerun that draws the
-    // page's charts again does not also render those the reader has scrolled away from (its height is its own)
-    gd.style.contentVisibility = 'auto';
-    gd.addEventListener('contentvisibilityautostatechange', (e) => { if (!e.skipped) drawWaiting(gd); });
+    gd = newChart();
+    rendersNear(gd);
     parentElement.appendChild(gd);
   }
   if (!gd.__attnvizWatched && gd.isConnected) {  // from the chart's first figure on
@@ -388,7 +495,7 @@ async function draw(gd, spec, parentElement, turn, height) {
   await respaced(Plotly, gd, layout, sent);
   if (!known && gd._fullLayout && gd._fullLayout._size) {
     const m = gd._fullLayout._size;
-    keepMargins(marginsKey, {l: m.l, r: m.r, t: m.t, b: m.b});
+    MARGINS.keep(marginsKey, {l: m.l, r: m.r, t: m.t, b: m.b});
   }
   gd.__attnvizOverlay = spec.overlay;
   const shown = DRAWN.get(gd.dataset.digest);
@@ -396,6 +503,8 @@ async function draw(gd, spec, parentElement, turn, height) {
   gd.dataset.digest = spec.digest;
   gd.__attnvizWidth = width;
   keepDrawn(gd, spec.digest, spec.size);
+  const exact = parentElement.getBoundingClientRect().width;  // a column's may be a fraction of a pixel
+  if (spec.key && !gd.__attnvizSpare && WIDTHS.get(widthKey(spec.key)) !== exact) WIDTHS.keep(widthKey(spec.key), exact);
   if (spec.clicks && !gd.__attnvizClicks) {  // a click on a point reports its customdata, as a trigger value
     gd.__attnvizClicks = true;
     gd.on('plotly_click', (event) => {
@@ -435,14 +544,48 @@ def plotly_url() -> str:
     from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
     ctx = get_script_run_ctx()
-    memo = getattr(ctx, "_attnviz_plotly_url", None)
+    return _per_run("_attnviz_plotly_url", lambda: static_plotly(ctx.main_script_path if ctx is not None else None)
+                    or _files().add(plotly_js(), "text/javascript", "attnviz-plotly-js"))
+
+
+def _per_run(name: str, make):
+    """make(), made once per run and kept on the run's context under `name` (a run is told by its context's cursors,
+    a new dict on every run, which the memo holds on to); made every time outside a run."""
+    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    memo = getattr(ctx, name, None)
     if ctx is not None and memo is not None and memo[0] is ctx.cursors:
         return memo[1]
-    url = static_plotly(ctx.main_script_path if ctx is not None else None) or _files().add(
-        plotly_js(), "text/javascript", "attnviz-plotly-js")
+    value = make()
     if ctx is not None:
-        ctx._attnviz_plotly_url = (ctx.cursors, url)
-    return url
+        setattr(ctx, name, (ctx.cursors, value))
+    return value
+
+
+def drawn_this_run() -> dict[str, bytes]:
+    """The message of every chart this run has drawn in place so far, by its element's key (the latest for a key)."""
+    return _per_run("_attnviz_drawn", dict)
+
+
+def spare_bundle(messages: dict[str, bytes]) -> bytes:
+    """`messages` (by element key) as one message for spareCharts: the length of a JSON header {"spare": [[key,
+    start, end], ...]} (little-endian uint32), the header, then the messages one after the other, each at its
+    [start, end) counted from the end of the header."""
+    import json
+
+    spans, at = [], 0
+    for name, message in messages.items():
+        spans.append([name, at, at + len(message)])
+        at += len(message)
+    head = json.dumps({"spare": spans}).encode()
+    return len(head).to_bytes(4, "little") + head + b"".join(messages.values())
+
+
+def spare(messages: dict[str, bytes], key: str) -> None:
+    """An element (with no height) that has the page draw `messages` (drawn_this_run() of a deck's next slide) out of
+    sight once its own charts are drawn, to be put back when that slide shows them (the script's spareCharts)."""
+    _component(data=spare_bundle(messages), key=key, width="stretch", height="content")
 
 
 # the name of plotly.js's copy in each static folder, or None where it could not be written (checked once per server)
@@ -492,11 +635,11 @@ def theme(root_px: float = STREAMLIT_ROOT_PX) -> dict:
 
 
 def payload(fig, config: dict, url: str, link=None, clicks: bool = False,
-            root_px: float = STREAMLIT_ROOT_PX) -> bytes:
+            root_px: float = STREAMLIT_ROOT_PX, key: str | None = None) -> bytes:
     """`fig` as the message the page's script draws (plotting.figure_bytes): its layout over Streamlit's theme (at
-    the page's root font size), plotly's config, where plotly.js is, whether a click reports (clicks) and, with
-    link, large pictures as links."""
-    extra = {"config": config, "plotly": url} | ({"clicks": True} if clicks else {})
+    the page's root font size), plotly's config, where plotly.js is, whether a click reports (clicks), the key of
+    the element that draws it (its width is kept by the browser) and, with link, large pictures as links."""
+    extra = {"config": config, "plotly": url} | ({"clicks": True} if clicks else {}) | ({"key": key} if key else {})
     layout = theme(root_px)
     if not any(t.type == "heatmap" for t in fig.data):  # Streamlit's theme marks ticks on maps only
         for axis in ("xaxis", "yaxis"):
@@ -523,7 +666,7 @@ def _message(fig, key: str, config: dict, clicks: bool) -> bytes:
         pictures.append((png, name, url))
         return url
 
-    message = payload(fig, config, signature[1], link=link, clicks=clicks, root_px=root_px)
+    message = payload(fig, config, signature[1], link=link, clicks=clicks, root_px=root_px, key=key)
     if getattr(fig, "_attnviz_shared", False):
         fig._attnviz_message = (signature, message, pictures)
     return message
@@ -540,5 +683,6 @@ def show(fig, key: str, config: dict, *, overlay: list | None = None, on_click=N
     data = _message(fig, key, config, on_click is not None)
     if overlay:
         data += json.dumps(overlay).encode()
+    drawn_this_run()[key] = data
     _component(data=data, key=key, width="stretch", height=int(height) if height else "content",
                **({"on_click_change": on_click} if on_click is not None else {}))

@@ -153,3 +153,26 @@ def test_the_oldest_working_copies_are_removed_beyond_the_limit(deck_dir, monkey
     assert sorted(p.name for p in deck_dir.glob("*.json") if not p.name.endswith(".at.json")) == \
         sorted(f"{k}.json" for k in keys[2:])
     assert not (deck_dir / f"{keys[0]}.at.json").exists() and (deck_dir / f"{keys[4]}.at.json").exists()
+
+
+def test_a_slides_charts_are_kept_for_the_slide_before_within_a_budget(monkeypatch):
+    """ui.decks.keep_charts / slide_charts: a slide's latest charts by (deck content, slide), the same for every copy
+    of a deck; a slide that drew none forgets them; beyond the budget the slides kept longest ago go, the latest
+    stays whatever its size."""
+    from attnviz.ui import decks as ui_decks
+
+    monkeypatch.setattr(ui_decks, "_SLIDE_CHARTS", type(ui_decks._SLIDE_CHARTS)())
+    monkeypatch.setattr(ui_decks, "SLIDE_CHARTS_BYTES", 100)
+    d, other = _deck(), dk.add(_deck(), dk.slide_from_link("/entropy", "More"))
+    ui_decks.keep_charts(ui_decks._slide_tag("copy-a", d, 1), {"en_bars": b"x" * 40})
+    assert ui_decks.slide_charts("copy-b", d, 1) == {"en_bars": b"x" * 40}  # another copy of the same deck
+    assert ui_decks.slide_charts("copy-a", d, 0) is None and ui_decks.slide_charts("copy-a", other, 1) is None
+    ui_decks.keep_charts(ui_decks._slide_tag("copy-a", d, 0), {"hm_heatmap": b"y" * 50, "hm_focus_out": b"z" * 5})
+    assert ui_decks.slide_charts("copy-a", d, 1) is not None  # 95 bytes in all
+    ui_decks.keep_charts(ui_decks._slide_tag("copy-a", d, 2), {"en_bars": b"w" * 30})  # 125: the oldest goes
+    assert ui_decks.slide_charts("copy-a", d, 1) is None
+    assert ui_decks.slide_charts("copy-a", d, 0) == {"hm_heatmap": b"y" * 50, "hm_focus_out": b"z" * 5}
+    ui_decks.keep_charts(ui_decks._slide_tag("copy-a", d, 0), {})  # shown again, drawing nothing in place
+    assert ui_decks.slide_charts("copy-a", d, 0) is None
+    ui_decks.keep_charts(ui_decks._slide_tag("copy-a", d, 3), {"big": b"v" * 500})  # alone over the budget: kept
+    assert ui_decks.slide_charts("copy-a", d, 3) == {"big": b"v" * 500} and ui_decks.slide_charts("copy-a", d, 2) is None

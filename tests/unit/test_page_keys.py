@@ -34,7 +34,8 @@ GLOBAL_KEYS: dict[str, str] = {
     "present": "presentation mode", "deck": "the open deck", "deck_id": "the open deck's id",
     "deck_add": "'add this view to the deck' on every page", "deck_new_title": "the title of that new slide",
     "deck_new_notes": "its notes", "deck_bar": "the slide bar while presenting", "deck_controls": "its buttons",
-    "deck_end": "its End button", "deck_slides": "its slide list", "_deck_*": "the deck module's own bookkeeping",
+    "deck_end": "its End button", "deck_slides": "its slide list",
+    "deck_next_charts": "the next slide's charts, drawn out of sight", "_deck_*": "the deck module's own bookkeeping",
     # links and figure exports
     "_share_*": "links: the values kept across pages and read from the URL",
     "batch_export": "every figure of the page as one zip", "_figure_counter": "figures drawn in this run",

@@ -152,3 +152,21 @@ def test_the_script_goes_without_its_comment_lines_and_keeps_every_line_of_code(
     assert sent.split("\n") == code and len(sent) < len(js) - sum(len(c) for c in comments) + 1
     # a comment after code stays with its code; a line of code that merely contains // is kept
     assert plotly_bytes.without_comment_lines("a();  // why\n  // gone\nb('http://x');") == "a();  // why\nb('http://x');"
+
+
+def test_a_next_slides_charts_travel_as_one_message_each_at_its_own_span():
+    """plotly_bytes.spare_bundle: the header names each chart's element key and where its message lies after the
+    header; each span reads back as that chart's message, the key its payload carries included."""
+    messages = {}
+    for seed, key in enumerate(("steps_fig_scores", "steps_fig_weights", "qk_dims")):
+        _, fig = _map(8 + 4 * seed, seed)
+        messages[key] = plotly_bytes.payload(fig, {}, "/static/plotly.js", key=key)
+    bundle = plotly_bytes.spare_bundle(messages)
+    n = struct.unpack("<I", bundle[:4])[0]
+    spans = json.loads(bundle[4:4 + n])["spare"]
+    body = bundle[4 + n:]
+    assert [s[0] for s in spans] == list(messages) and spans[-1][2] == len(body)
+    for key, start, end in spans:
+        assert body[start:end] == messages[key]
+        assert plotting.figure_from_bytes(body[start:end])["key"] == key
+    assert plotly_bytes.spare_bundle({}) == struct.pack("<I", 13) + b'{"spare": []}'
