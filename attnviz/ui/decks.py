@@ -505,17 +505,33 @@ def _slide_tag(key: str, d: dk.Deck, i: int) -> tuple:
     return zlib.crc32(dk.to_json(d).encode()), i
 
 
+# what a session holds that no link carries: a model trained on the Training page, a generation, uploaded files
+PRIVATE_KEYS = ("training_result", "training_contributions", "training_vision", "last_generation")
+
+
+def holds_private_inputs(state) -> bool:
+    """Whether a session's state (a mapping) holds something of its own that a page may show (PRIVATE_KEYS, an
+    uploaded file): its slides' charts may then show what the deck's links do not, and are not kept for others."""
+    from streamlit.runtime.uploaded_file_manager import UploadedFile
+
+    def uploaded(v) -> bool:
+        return isinstance(v, UploadedFile) or (isinstance(v, (list, tuple)) and any(isinstance(x, UploadedFile) for x in v))
+
+    return any(state.get(k) is not None for k in PRIVATE_KEYS) or any(uploaded(v) for v in state.values())
+
+
 def keep_slide_charts() -> None:
     """At the end of a whole run (not a part of the page rerun alone) that showed a deck's slide: keep the charts
-    its page drew in place, for the slide before to send."""
+    its page drew in place, for the slide before to send (to any session presenting the same deck), unless the
+    session holds inputs of its own."""
     from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
-    from attnviz.ui.plotly_bytes import drawn_this_run
+    from attnviz.ui import plotly_bytes
 
     shown, ctx = presenting_deck(), get_script_run_ctx()
-    if shown is None or ctx is None or ctx.fragment_ids_this_run:
+    if shown is None or ctx is None or ctx.fragment_ids_this_run or holds_private_inputs(st.session_state):
         return
-    keep_charts(_slide_tag(*shown), dict(drawn_this_run()))
+    keep_charts(_slide_tag(*shown), dict(plotly_bytes.drawn_this_run()))
 
 
 def keep_charts(tag: tuple, charts: dict[str, bytes]) -> None:

@@ -14,7 +14,9 @@ the first: as many as stand apart at the chart's size. Slanted or upright labels
 line, so each needs its line's height (1.2 font sizes) across it. The plot's length is the one plotly.js laid out
 when the chart was last drawn at this width; a chart's first figure takes its size less 150 px, and if plotly.js
 lays out a shorter plot, the labels are thinned again (a relayout of the axes alone). Hover still names every
-token. Every element of the component carries its script, which goes without its comment lines."""
+token. While a deck's slide is shown, the page draws the next slide's charts out of sight, to be put back when that
+slide shows them (spare, ui.decks). Every element of the component carries its script, which goes without its
+comment lines."""
 from __future__ import annotations
 
 import streamlit as st

@@ -167,3 +167,30 @@ def test_an_interaction_renders_the_box_it_watches(bench_page):
     bench_page.measure(".st-key-box", lambda: None, lambda: bench_page.page.keyboard.press("a"))
     rule = bench_page.page.evaluate("() => document.getElementById('attnviz-bench-watch').textContent")
     assert rule.startswith(".st-key-box .attnviz-plotly, .st-key-box .attnviz-html {")
+
+
+@pytest.mark.parametrize("hidden", ["spare", "tester", "detached"])
+def test_a_change_the_browser_never_shows_is_not_waited_for(bench_page, hidden):
+    """450 ms after the press, a change inside a chart drawn out of sight for a deck's next slide (spare: a box
+    added to the page, then a text inside it), inside plotly.js's element for measuring text (tester), or to an
+    element that a task adds there, changes and removes (detached: by the time the page's observer reads the
+    change, the element is in no document): the interaction ends with the box's new text at 150 ms."""
+    _open(bench_page, 150)
+    change = {
+        "spare": "const box = document.createElement('div'); box.className = 'attnviz-spare';"
+                 " document.body.appendChild(box); const gd = document.createElement('div');"
+                 " box.appendChild(gd); gd.textContent = 'drawn';",
+        "tester": "document.getElementById('js-plotly-tester').setAttribute('x', '12');",
+        "detached": "const g = document.createElementNS('http://www.w3.org/2000/svg', 'g');"
+                    " document.getElementById('js-plotly-tester').appendChild(g); g.setAttribute('x', '12');"
+                    " g.remove(); window.__changedDetached = g.getAttribute('x');",
+    }[hidden]
+    bench_page.page.evaluate("() => { const t = document.createElementNS('http://www.w3.org/2000/svg', 'svg');"
+                             " t.id = 'js-plotly-tester'; document.body.appendChild(t); }")
+    bench_page.page.evaluate("() => window.addEventListener('keydown', () => setTimeout(() => {" + change + "}, 450))")
+    ms, _, _ = bench_page.measure(".st-key-box", lambda: None, lambda: bench_page.page.keyboard.press("a"))
+    assert 150 <= ms <= 230, ms
+    done = {"spare": "document.querySelector('.attnviz-spare').textContent",
+            "tester": "document.getElementById('js-plotly-tester').getAttribute('x')",
+            "detached": "window.__changedDetached"}[hidden]
+    assert bench_page.page.evaluate("() => " + done) in ("drawn", "12")

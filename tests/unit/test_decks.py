@@ -176,3 +176,17 @@ def test_a_slides_charts_are_kept_for_the_slide_before_within_a_budget(monkeypat
     assert ui_decks.slide_charts("copy-a", d, 0) is None
     ui_decks.keep_charts(ui_decks._slide_tag("copy-a", d, 3), {"big": b"v" * 500})  # alone over the budget: kept
     assert ui_decks.slide_charts("copy-a", d, 3) == {"big": b"v" * 500} and ui_decks.slide_charts("copy-a", d, 2) is None
+
+
+def test_a_session_with_inputs_of_its_own_keeps_no_slide_charts_for_others():
+    """ui.decks.holds_private_inputs: a trained model, a generation or an uploaded file (alone or in a list) in the
+    session's state; a session with only link settings holds none."""
+    from streamlit.runtime.uploaded_file_manager import UploadedFile, UploadedFileRec
+
+    from attnviz.ui.decks import holds_private_inputs
+
+    upload = UploadedFile(UploadedFileRec("f1", "cat.png", "image/png", b"\x89PNG"), None)
+    assert not holds_private_inputs({"model_choice": "minilm", "text": "The cat sat.", "training_result": None})
+    assert holds_private_inputs({"training_result": object()})
+    assert holds_private_inputs({"last_generation": {"tokens": [1, 2]}})
+    assert holds_private_inputs({"vi_upload": upload}) and holds_private_inputs({"at_files": [upload]})

@@ -90,9 +90,13 @@ def test_packaged_smollm2_is_a_causal_llama_and_loads_again_from_its_converted_c
     np.testing.assert_allclose(r.attention.sum(-1), 1.0, atol=1e-4)
     import torch  # the in-place capture gives eager's weights bit for bit
 
+    from attnviz.runtime import threads_for
+
     assert not r.attention.flags.owndata
     ids = torch.tensor([list(r.token_ids)])
-    with torch.inference_mode():
+    # on as many threads as extract's pass of these tokens (one, for a short text): sums split over another number
+    # of threads round differently in the last bits
+    with torch.inference_mode(), threads_for(ids.shape[1]):
         ref = loaded.model(input_ids=ids, attention_mask=torch.ones_like(ids), output_attentions=True)
     np.testing.assert_array_equal(r.attention, np.stack([a[0].numpy() for a in ref.attentions]))
 
