@@ -113,3 +113,26 @@ def test_a_browser_that_has_not_seen_the_widths_draws_nothing_ahead(browser, app
         assert not exception_texts(page)
     finally:
         context.close()
+
+
+@pytest.mark.parametrize("damaged", ["{not json", '[["steps_fig_scores|1280|21px", -5], "junk", [7, 3]]'])
+def test_a_damaged_store_of_widths_is_started_again(browser, app_server, damaged):
+    """Widths stored by another version of the page, or damaged, are not read (no chart is drawn ahead at a width
+    of -5 px); the slide's charts keep theirs, and the store is written again as (text, positive width) pairs."""
+    context = browser.new_context(viewport=PROJECTOR, **CONTEXT)
+    try:
+        page = context.new_page()
+        page.set_default_timeout(120_000)
+        page.goto(app_server.url + "/")
+        wait_for_app(page)
+        page.evaluate("(v) => localStorage.setItem('attnviz-widths', v)", damaged)
+        _present_from_slide_1(page, app_server)
+        page.wait_for_function("() => (localStorage.getItem('attnviz-widths') || '').startsWith('[[\"')",
+                               timeout=30_000)
+        stored = page.evaluate("() => JSON.parse(localStorage.getItem('attnviz-widths'))")
+        assert stored and all(isinstance(k, str) and w > 0 for k, w in stored), stored
+        assert any(k.startswith("var_fig_dot|1280|") for k, _ in stored), stored
+        assert not any(w < 0 for _, w in stored)
+        assert not exception_texts(page)
+    finally:
+        context.close()
