@@ -483,7 +483,7 @@ def slide_bar() -> None:
         with st.container(key="deck_slides"):  # one link per slide, for the keyboard
             for k in range(n):
                 slide_link(key, d, k, str(k + 1))
-            following = slide_charts(key, d, i + 1) if i + 1 < n else None
+            following = slide_charts(d, i + 1) if i + 1 < n else None
             if following:
                 from attnviz.ui import plotly_bytes
 
@@ -493,15 +493,16 @@ def slide_bar() -> None:
 
 
 # The charts each slide's page drew in place on its last whole run (any session), by (digest of the deck's content,
-# slide: each opening of a deck makes a working copy of its own): the slide before sends them, so that the browser draws them out of sight while the lecturer
-# talks, and the slide, when shown, puts them back instead of drawing them (ui.plotly_bytes.spare). Shared by the
-# server's sessions; the latest slides, at most SLIDE_CHARTS_BYTES of messages.
+# slide), not by the deck's id: each opening of a deck makes a working copy of its own. The slide before sends them,
+# so that the browser draws them out of sight while the lecturer talks, and the slide, when shown, puts them back
+# instead of drawing them (ui.plotly_bytes.spare). Shared by the server's sessions; the latest slides, at most
+# SLIDE_CHARTS_BYTES of messages.
 _SLIDE_CHARTS: OrderedDict = OrderedDict()
 _SLIDE_CHARTS_LOCK = threading.Lock()
 SLIDE_CHARTS_BYTES = 64_000_000
 
 
-def _slide_tag(key: str, d: dk.Deck, i: int) -> tuple:
+def _slide_tag(d: dk.Deck, i: int) -> tuple:
     return zlib.crc32(dk.to_json(d).encode()), i
 
 
@@ -515,7 +516,8 @@ def holds_private_inputs(state) -> bool:
     from streamlit.runtime.uploaded_file_manager import UploadedFile
 
     def uploaded(v) -> bool:
-        return isinstance(v, UploadedFile) or (isinstance(v, (list, tuple)) and any(isinstance(x, UploadedFile) for x in v))
+        files = v if isinstance(v, (list, tuple)) else [v]
+        return any(isinstance(x, UploadedFile) for x in files)
 
     return any(state.get(k) is not None for k in PRIVATE_KEYS) or any(uploaded(v) for v in state.values())
 
@@ -531,7 +533,7 @@ def keep_slide_charts() -> None:
     shown, ctx = presenting_deck(), get_script_run_ctx()
     if shown is None or ctx is None or ctx.fragment_ids_this_run or holds_private_inputs(st.session_state):
         return
-    keep_charts(_slide_tag(*shown), dict(plotly_bytes.drawn_this_run()))
+    keep_charts(_slide_tag(shown[1], shown[2]), dict(plotly_bytes.drawn_this_run()))
 
 
 def keep_charts(tag: tuple, charts: dict[str, bytes]) -> None:
@@ -546,10 +548,10 @@ def keep_charts(tag: tuple, charts: dict[str, bytes]) -> None:
             total -= sum(len(m) for m in _SLIDE_CHARTS.popitem(last=False)[1].values())  # the oldest
 
 
-def slide_charts(key: str, d: dk.Deck, i: int) -> dict[str, bytes] | None:
+def slide_charts(d: dk.Deck, i: int) -> dict[str, bytes] | None:
     """The charts slide i of the deck drew in place on its last whole run on this server, by element key."""
     with _SLIDE_CHARTS_LOCK:
-        return _SLIDE_CHARTS.get(_slide_tag(key, d, i))
+        return _SLIDE_CHARTS.get(_slide_tag(d, i))
 
 
 def _clock(seconds: float) -> str:

@@ -294,7 +294,8 @@ function drawnBefore(digest, parentElement) {
     if (!kept.isConnected && kept.parentNode) kept.remove();
   }
   const gd = (DRAWN.get(digest) || {}).gd;
-  if (!gd || (gd.isConnected && !gd.__attnvizSpare) || gd.dataset.digest !== digest || gd.__attnvizWidth !== parentElement.clientWidth) {
+  if (!gd || (gd.isConnected && !gd.__attnvizSpare) || gd.dataset.digest !== digest
+      || gd.__attnvizWidth !== parentElement.clientWidth) {
     return null;
   }
   return gd;
@@ -506,7 +507,9 @@ async function draw(gd, spec, parentElement, turn, height) {
   gd.__attnvizWidth = width;
   keepDrawn(gd, spec.digest, spec.size);
   const exact = parentElement.getBoundingClientRect().width;  // a column's may be a fraction of a pixel
-  if (spec.key && !gd.__attnvizSpare && WIDTHS.get(widthKey(spec.key)) !== exact) WIDTHS.keep(widthKey(spec.key), exact);
+  if (spec.key && !gd.__attnvizSpare && WIDTHS.get(widthKey(spec.key)) !== exact) {
+    WIDTHS.keep(widthKey(spec.key), exact);
+  }
   if (spec.clicks && !gd.__attnvizClicks) {  // a click on a point reports its customdata, as a trigger value
     gd.__attnvizClicks = true;
     gd.on('plotly_click', (event) => {

@@ -156,26 +156,26 @@ def test_the_oldest_working_copies_are_removed_beyond_the_limit(deck_dir, monkey
 
 
 def test_a_slides_charts_are_kept_for_the_slide_before_within_a_budget(monkeypatch):
-    """ui.decks.keep_charts / slide_charts: a slide's latest charts by (deck content, slide), the same for every copy
-    of a deck; a slide that drew none forgets them; beyond the budget the slides kept longest ago go, the latest
+    """ui.decks.keep_charts / slide_charts: a slide's latest charts by (deck content, slide), whichever copy of the
+    deck showed it; another deck's slide has none; a slide that drew none forgets them; beyond the budget the slides kept longest ago go, the latest
     stays whatever its size."""
     from attnviz.ui import decks as ui_decks
 
     monkeypatch.setattr(ui_decks, "_SLIDE_CHARTS", type(ui_decks._SLIDE_CHARTS)())
     monkeypatch.setattr(ui_decks, "SLIDE_CHARTS_BYTES", 100)
     d, other = _deck(), dk.add(_deck(), dk.slide_from_link("/entropy", "More"))
-    ui_decks.keep_charts(ui_decks._slide_tag("copy-a", d, 1), {"en_bars": b"x" * 40})
-    assert ui_decks.slide_charts("copy-b", d, 1) == {"en_bars": b"x" * 40}  # another copy of the same deck
-    assert ui_decks.slide_charts("copy-a", d, 0) is None and ui_decks.slide_charts("copy-a", other, 1) is None
-    ui_decks.keep_charts(ui_decks._slide_tag("copy-a", d, 0), {"hm_heatmap": b"y" * 50, "hm_focus_out": b"z" * 5})
-    assert ui_decks.slide_charts("copy-a", d, 1) is not None  # 95 bytes in all
-    ui_decks.keep_charts(ui_decks._slide_tag("copy-a", d, 2), {"en_bars": b"w" * 30})  # 125: the oldest goes
-    assert ui_decks.slide_charts("copy-a", d, 1) is None
-    assert ui_decks.slide_charts("copy-a", d, 0) == {"hm_heatmap": b"y" * 50, "hm_focus_out": b"z" * 5}
-    ui_decks.keep_charts(ui_decks._slide_tag("copy-a", d, 0), {})  # shown again, drawing nothing in place
-    assert ui_decks.slide_charts("copy-a", d, 0) is None
-    ui_decks.keep_charts(ui_decks._slide_tag("copy-a", d, 3), {"big": b"v" * 500})  # alone over the budget: kept
-    assert ui_decks.slide_charts("copy-a", d, 3) == {"big": b"v" * 500} and ui_decks.slide_charts("copy-a", d, 2) is None
+    ui_decks.keep_charts(ui_decks._slide_tag(d, 1), {"en_bars": b"x" * 40})
+    assert ui_decks.slide_charts(d, 1) == {"en_bars": b"x" * 40}
+    assert ui_decks.slide_charts(d, 0) is None and ui_decks.slide_charts(other, 1) is None
+    ui_decks.keep_charts(ui_decks._slide_tag(d, 0), {"hm_heatmap": b"y" * 50, "hm_focus_out": b"z" * 5})
+    assert ui_decks.slide_charts(d, 1) is not None  # 95 bytes in all
+    ui_decks.keep_charts(ui_decks._slide_tag(d, 2), {"en_bars": b"w" * 30})  # 125: the oldest goes
+    assert ui_decks.slide_charts(d, 1) is None
+    assert ui_decks.slide_charts(d, 0) == {"hm_heatmap": b"y" * 50, "hm_focus_out": b"z" * 5}
+    ui_decks.keep_charts(ui_decks._slide_tag(d, 0), {})  # shown again, drawing nothing in place
+    assert ui_decks.slide_charts(d, 0) is None
+    ui_decks.keep_charts(ui_decks._slide_tag(d, 3), {"big": b"v" * 500})  # alone over the budget: kept
+    assert ui_decks.slide_charts(d, 3) == {"big": b"v" * 500} and ui_decks.slide_charts(d, 2) is None
 
 
 def test_a_session_with_inputs_of_its_own_keeps_no_slide_charts_for_others():
