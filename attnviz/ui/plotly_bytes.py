@@ -108,9 +108,9 @@ function fullscreen(Plotly, gd) {
           click: () => (document.fullscreenElement === gd ? document.exitFullscreen() : gd.requestFullscreen())};
 }
 
-// A map kept in the browser's storage for this site under the name given: its latest entries (up to the limit), written at most once
-// a second (once after a run's charts are drawn), merged with what other tabs wrote since this page loaded. Only the
-// stored (text, value) pairs that clean() accepts are read (another version of the page, or a damaged store, may
+// A map kept in the browser's storage for this site under the name given: its latest entries (up to the limit),
+// written at most once a second (once after a run's charts are drawn), merged with what other tabs wrote since this
+// page loaded. Only the stored (text, value) pairs that clean() accepts are read (another version of the page, or a damaged store, may
 // have left anything there); a browser that refuses storage (a private window may) keeps them for the page's life.
 function keptMap(name, limit, clean) {
   const map = new Map();
@@ -147,8 +147,8 @@ function keptMap(name, limit, clean) {
 // shown again in the same page is
 const MARGINS = keptMap('attnviz-margins', 500, (m) => (
   !!m && ['l', 'r', 't', 'b'].every(k => Number.isFinite(m[k]) && m[k] >= 0) ? {l: m.l, r: m.r, t: m.t, b: m.b} : null));
-// the width each chart (by its element's key) had in a window of this width and root font size: where a deck's next
-// slide draws its charts out of sight (spare charts, below)
+// the width each chart on a deck's slide (by its element's key) had in a window of this width and root font size: where
+// the slide before draws it out of sight (spare charts, below)
 const WIDTHS = keptMap('attnviz-widths', 500, (w) => (Number.isFinite(w) && w > 0 ? w : null));
 function widthKey(key) {
   return key + '|' + window.innerWidth + '|' + getComputedStyle(document.documentElement).fontSize;
@@ -348,12 +348,13 @@ async function spareCharts(items, bytes) {
     if (turn !== spareTurn) return;
     const todo = [], wanted = new Set();
     for (const [key, from, to] of items) {
-      const spec = unpack(bytes.subarray(from, to));
-      spec.size = to - from;
-      wanted.add(spec.digest);
-      const width = WIDTHS.get(widthKey(key)), kept = DRAWN.get(spec.digest);
+      const message = bytes.subarray(from, to), head = header(message), digest = head[0].digest;
+      wanted.add(digest);
+      const width = WIDTHS.get(widthKey(key)), kept = DRAWN.get(digest);
       if (width && !(kept && kept.gd.__attnvizWidth === Math.round(width)
                      && (kept.gd.__attnvizSpare || !kept.gd.isConnected))) {
+        const spec = unpack(message, head);  // its arrays only for a chart to draw
+        spec.size = to - from;
         todo.push([spec, width]);
       }
     }
@@ -463,6 +464,10 @@ async function draw(gd, spec, parentElement, turn, height) {
   // to after its head was changed on another page): its margins are the ones plotly worked out for its labels then,
   // so it draws once instead of drawing, widening the margins and drawing again.
   const width = parentElement.clientWidth;
+  // on a deck's slide (the only page whose charts are drawn ahead), where this chart's width is kept: read with the
+  // width, before plotly.js changes the page, as a column's exact width (a fraction of a pixel, maybe)
+  const widthAt = spec.key && !gd.__attnvizSpare && document.querySelector('[data-testid="deck-bar"]')
+    ? [widthKey(spec.key), parentElement.getBoundingClientRect().width] : null;
   const sent = spacedTicks(gd, layout, width, layout.height || height);
   const marginsKey = marginKey(layout, spec.figure.data, width);
   const known = MARGINS.get(marginsKey);
@@ -506,10 +511,7 @@ async function draw(gd, spec, parentElement, turn, height) {
   gd.dataset.digest = spec.digest;
   gd.__attnvizWidth = width;
   keepDrawn(gd, spec.digest, spec.size);
-  const exact = parentElement.getBoundingClientRect().width;  // a column's may be a fraction of a pixel
-  if (spec.key && !gd.__attnvizSpare && WIDTHS.get(widthKey(spec.key)) !== exact) {
-    WIDTHS.keep(widthKey(spec.key), exact);
-  }
+  if (widthAt && WIDTHS.get(widthAt[0]) !== widthAt[1]) WIDTHS.keep(widthAt[0], widthAt[1]);
   if (spec.clicks && !gd.__attnvizClicks) {  // a click on a point reports its customdata, as a trigger value
     gd.__attnvizClicks = true;
     gd.on('plotly_click', (event) => {
