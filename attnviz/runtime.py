@@ -73,15 +73,18 @@ SMALL_TOKENS = 128
 
 
 @contextmanager
-def threads_for(tokens: int | None):
+def threads_for(tokens: int | None, cached: bool = False):
     """One torch thread inside the block for a pass over at most SMALL_TOKENS tokens, the process's count
     otherwise (tokens None: unchanged). In the app a short pass shares the cores with the server's other threads
     and the browser: measured here, MiniLM over 16 tokens took about 70 ms on two threads and 20 ms on one in
     the server (12 and 14 ms alone), and over 115 tokens about 80 and 55 ms; over 512 tokens two threads win
-    (195 against 280 ms). torch's count is the process's: a pass of another model running at that moment (the
-    passes of one model take turns) may use one thread for a few milliseconds."""
+    (195 against 280 ms). A pass that continues from a cache of keys and values (cached: a generation step) keeps
+    the process's count however few its tokens: it reads every weight of the model for one token, and two threads
+    read them faster (SmolLM2 writing 128 tokens, recorded: 6.6 s on two threads, 10.4 s on one). torch's count is
+    the process's: a pass of another model running at that moment (the passes of one model take turns) may use one
+    thread for a few milliseconds."""
     n = configure_threads()
-    if tokens is None or tokens > SMALL_TOKENS or n == 1:
+    if tokens is None or cached or tokens > SMALL_TOKENS or n == 1:
         yield
         return
     import torch

@@ -219,7 +219,7 @@ class Recording:
             kwargs.setdefault("return_dict", True)
         self.acts.clear()
         self.calls.clear()
-        with _grad_mode(self.grad), threads_for(_tokens(args, kwargs)):
+        with _grad_mode(self.grad), threads_for(_tokens(args, kwargs), cached=_continues(kwargs)):
             return runner(*args, **kwargs)
 
     # ---- what the hooks do
@@ -515,6 +515,16 @@ def record(loaded, hooks=(), replace: dict | None = None, *, kernel: str | Calla
                     del _ACTIVE[key]
             for h in handles:
                 h.remove()
+
+
+def _continues(kwargs) -> bool:
+    """Whether a pass continues from a cache of keys and values that already holds positions (a generation step
+    after the prompt's pass)."""
+    cache = kwargs.get("past_key_values")
+    if cache is None:
+        return False
+    length = getattr(cache, "get_seq_length", None)
+    return bool(length()) if callable(length) else True
 
 
 def _tokens(args, kwargs) -> int | None:

@@ -197,33 +197,62 @@ def test_checkpoint_series_holds_the_lock_around_extract_without_deadlock(tmp_pa
     assert runs, "checkpoint_series did not finish within 60 s (deadlock?)"
 
 
-def test_short_passes_run_on_one_thread_and_long_ones_on_all(monkeypatch):
+@pytest.fixture
+def two_threads(monkeypatch):
+    """torch on two threads, the count the process was configured with; what a pass's hook saw, as it saw it."""
+    monkeypatch.setattr(runtime, "_threads_set", 2)
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    seen = []
+    try:
+        yield seen
+    finally:
+        torch.set_num_threads(before)
+
+
+def _note_threads(seen):
+    """A replacement at a hook point that notes torch's thread count during the pass and changes nothing."""
+    return {"blocks.0.hook_resid_pre": lambda x, point: seen.append(torch.get_num_threads())}
+
+
+def test_a_generation_step_runs_on_all_threads_and_the_prompt_on_one(two_threads):
+    """A pass that continues from a cache holding positions (one token of a generation, which reads every weight
+    for that token) runs on the process's count, however short; the prompt's pass into an empty cache is a short
+    pass like any other and runs on one thread."""
+    from transformers import DynamicCache
+
+    from attnviz.models.adapter import run
+
+    seen = two_threads
+    loaded = tiny_loaded("llama")
+    cache = DynamicCache(config=loaded.model.config)
+    out, _ = run(loaded, {"input_ids": torch.full((1, 12), 1996), "past_key_values": cache, "use_cache": True},
+                 replace=_note_threads(seen))
+    assert out.past_key_values.get_seq_length() == 12
+    for step in range(3):
+        run(loaded, {"input_ids": torch.full((1, 1), 1997), "past_key_values": out.past_key_values,
+                     "use_cache": True}, replace=_note_threads(seen))
+    assert seen == [1, 2, 2, 2]
+    assert out.past_key_values.get_seq_length() == 15
+    assert torch.get_num_threads() == 2
+
+
+def test_short_passes_run_on_one_thread_and_long_ones_on_all(two_threads):
     """A forward over at most SMALL_TOKENS tokens sees one torch thread inside, a longer one the process's
     count, and the count is the process's again after either (a hook reads it during the pass)."""
     from attnviz.models.adapter import run
 
-    monkeypatch.setattr(runtime, "_threads_set", 2)
-    before = torch.get_num_threads()
-    torch.set_num_threads(2)
-    try:
-        loaded = tiny_loaded("bert")
-        seen = []
-
-        def note(x, point):
-            seen.append(torch.get_num_threads())
-
-        limit = runtime.SMALL_TOKENS
-        # the tiny model takes up to 64 positions: the batch makes up the rest
-        assert limit == 128
-        for batch, length, expected in ((1, 12, 1), (2, 64, 1), (3, 43, 2), (4, 64, 2)):
-            ids = torch.full((batch, length), 1996)
-            seen.clear()
-            run(loaded, {"input_ids": ids}, replace={"blocks.0.hook_resid_pre": note})
-            assert seen == [expected], (batch, length)
-            assert torch.get_num_threads() == 2
+    seen = two_threads
+    loaded = tiny_loaded("bert")
+    limit = runtime.SMALL_TOKENS
+    # the tiny model takes up to 64 positions: the batch makes up the rest
+    assert limit == 128
+    for batch, length, expected in ((1, 12, 1), (2, 64, 1), (3, 43, 2), (4, 64, 2)):
+        ids = torch.full((batch, length), 1996)
         seen.clear()
-        run(loaded, {"inputs_embeds": torch.zeros(1, 12, loaded.model.config.hidden_size)},
-            replace={"blocks.0.hook_resid_pre": note})
-        assert seen == [1]
-    finally:
-        torch.set_num_threads(before)
+        run(loaded, {"input_ids": ids}, replace=_note_threads(seen))
+        assert seen == [expected], (batch, length)
+        assert torch.get_num_threads() == 2
+    seen.clear()
+    run(loaded, {"inputs_embeds": torch.zeros(1, 12, loaded.model.config.hidden_size)}, replace=_note_threads(seen))
+    assert seen == [1]
