@@ -46,6 +46,33 @@ def test_temperature_refused_falls_back_to_the_slider_and_keeps_the_page(typed, 
     np.testing.assert_allclose(_z(at, 0), _softmax_rows(Q @ K.T / (2 * 2.0)), atol=1e-4)
 
 
+def _output_line(at) -> str:
+    return next(m.value for m in at.markdown if "Output of query 1:" in m.value)
+
+
+def _vectors(line: str) -> list[np.ndarray]:
+    return [np.array([float(x) for x in v.split(",")]) for v in re.findall(r"\[([^\]]+)\]", line)]
+
+
+def test_temperature_output_of_query_1_is_compared_with_t_1_only_away_from_t_1():
+    """At T = 1 the output of query 1 is given once; at another T beside its value at T = 1 (both computed here from
+    the worked example: softmax(q.k / (2 T)) V)."""
+    V = np.array([[1, 2, 3, 4], [5, 6, 7, 8], [9, 10, 11, 12]], float)
+    at = open_page("app_pages/lab_temperature.py")
+    assert not at.exception
+    line = _output_line(at)
+    assert "(at T = 1" not in line, line
+    (got,) = _vectors(line)
+    np.testing.assert_allclose(got, _softmax_rows(Q @ K.T / 2)[0] @ V, atol=1e-4)
+    at.select_slider(key="temp_T").set_value(2.0).run()
+    line = _output_line(at)
+    assert "(at T = 1: " in line, line
+    at_t, at_1 = _vectors(line)
+    np.testing.assert_allclose(at_t, _softmax_rows(Q @ K.T / 4)[0] @ V, atol=1e-4)
+    np.testing.assert_allclose(at_1, _softmax_rows(Q @ K.T / 2)[0] @ V, atol=1e-4)
+    assert np.abs(at_t - at_1).max() > 0.1
+
+
 def test_temperature_matrix_warning_is_outside_the_collapsed_editor():
     at = open_page("app_pages/lab_temperature.py")
     at.text_area(key="temp_q").set_value("1 0 1\n0 1").run()
