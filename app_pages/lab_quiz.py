@@ -19,7 +19,7 @@ from attnviz.ui.page import part
 from attnviz.ui.figure import show_figure
 from attnviz.ui.numbers import number_box
 from attnviz.ui.share import bind
-from attnviz.units import human_bytes
+from attnviz.units import fixed_list, human_bytes
 
 bind({"quiz_dmodel": int, "quiz_heads": int})
 
@@ -107,8 +107,8 @@ def lab() -> None:
                        "they are not the softmax of [0.5, 0.5, 1.0] (which is 0.2741, 0.2741, 0.4519).")
         elif key == "axis":
             res = wrong_axis(np.array([[2.0, 0.0, 1.0], [0.5, 0.5, 0.0], [1.0, 3.0, 0.5]]))
-            st.markdown("Row sums with softmax over keys (right): " + ", ".join(f"{x:.4f}" for x in res["right_row_sums"])
-                        + ". Over queries (wrong): **" + ", ".join(f"{x:.4f}" for x in res["wrong_row_sums"]) + "**.")
+            st.markdown("Row sums with softmax over keys (right): " + fixed_list(res["right_row_sums"])
+                        + ". Over queries (wrong): **" + fixed_list(res["wrong_row_sums"]) + "**.")
         elif key == "cache_heads":
             right_ = kv.kv_cache_bytes(30, 3, 64, 2048, 1, 2)
             wrong_ = kv.kv_cache_bytes(30, 9, 64, 2048, 1, 2)

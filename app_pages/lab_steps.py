@@ -13,6 +13,7 @@ from attnviz.ui.page import part
 from attnviz.ui.cache import figure
 from attnviz.ui.figure import show_figure
 from attnviz.ui.share import bind
+from attnviz.units import fixed_list
 
 bind({"steps_q": str, "steps_k": str, "steps_v": str, "steps_scale": bool, "steps_row": int})
 
@@ -103,10 +104,10 @@ def lab() -> None:
         w1 = s.weights[0]
         st.info(
             f"**A slip to watch for.** For row 1 (scores 0.5, 0.5, 1.0) a printed version of this example gives weights "
-            f"{', '.join(f'{x:.4f}' for x in ex.SEED_PRINTED_ROW1)}. They do sum to 1, but their ratio "
+            f"{fixed_list(ex.SEED_PRINTED_ROW1)}. They do sum to 1, but their ratio "
             f"0.2312 / 0.5376 = {0.2312 / 0.5376:.4f} is not e^(0.5 − 1.0) = {np.exp(-0.5):.4f}. "
-            f"The correct weights are {', '.join(f'{x:.4f}' for x in w1)}, and output row 1 is "
-            f"[{', '.join(f'{x:.4f}' for x in s.output[0])}], not the printed [6.2288, 7.2288, 8.2288, 9.2288].")
+            f"The correct weights are {fixed_list(w1)}, and output row 1 is "
+            f"[{fixed_list(s.output[0])}], not the printed [6.2288, 7.2288, 8.2288, 9.2288].")
     lecture_nav(PAGE)
 
 

@@ -13,6 +13,7 @@ from attnviz.ui.cache import figure
 from attnviz.ui.figure import show_figure
 from attnviz.ui.page import part
 from attnviz.ui.share import bind
+from attnviz.units import fixed_list
 
 bind({"temp_T": float, "temp_typed": str, "temp_row": int})
 
@@ -85,12 +86,8 @@ def lab() -> None:
                     key="temp_fig_hard", toolbar=False, in_place=True)
     gap = np.abs(s.weights - hard).max()
     tied = [qs[i] for i in range(q.shape[0]) if (hard[i] > 0).sum() > 1]
-
-    def vector(x) -> str:
-        return "[" + ", ".join(f"{v:.4f}" for v in x) + "]"
-
-    st.markdown(f"Largest difference from the hard lookup: **{gap:.4f}**. Output of query 1: {vector(s.output[0])}"
-                + (f" (at T = 1: {vector(s1.output[0])}). " if T != 1 else ". ")
+    st.markdown(f"Largest difference from the hard lookup: **{gap:.4f}**. Output of query 1: [{fixed_list(s.output[0])}]"
+                + (f" (at T = 1: [{fixed_list(s1.output[0])}]). " if T != 1 else ". ")
                 + (f"{', '.join(tied).capitalize()} {'has' if len(tied) == 1 else 'have'} tied best scores, so even a tiny T "
                    "splits the weight evenly between them." if tied else ""))
 

@@ -102,6 +102,12 @@ def human_ratio(x: float) -> str:
     return f"{x:.2g}×" if x >= 0.01 else f"{x:.1e}×"
 
 
+def fixed_list(xs, digits: int = 4) -> str:
+    """'0.2741, 0.2741, 0.4519': numbers with `digits` decimals, comma-separated (a worked example's row, as the labs
+    print it)."""
+    return ", ".join(f"{float(x):.{digits}f}" for x in xs)
+
+
 def human_seconds(x: float) -> str:
     """A duration as people say it: 0.4 -> 'under 1 s', 32.6 -> '33 s', 130 -> '2 min 10 s', 458 -> '7 min 38 s',
     1,250 -> '21 min', 7,500 -> '2 h 5 min'."""

@@ -61,3 +61,14 @@ def test_one_dtype_table_with_aliases():
     with pytest.raises(BadInput, match="Unknown dtype"):
         dtype_bytes("float13")
     assert dtype_bytes("float13", default=4) == 4
+
+
+def test_fixed_list_prints_every_number_with_its_decimals():
+    import numpy as np
+
+    from attnviz.units import fixed_list
+
+    assert fixed_list([0.27406, 0.2741, 0.45186]) == "0.2741, 0.2741, 0.4519"
+    assert fixed_list(np.array([5.71119, -1.0, 1e-7], dtype=np.float32)) == "5.7112, -1.0000, 0.0000"
+    assert fixed_list([1 / 3, 2], digits=2) == "0.33, 2.00"
+    assert fixed_list([]) == ""
