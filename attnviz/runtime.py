@@ -68,23 +68,36 @@ def one_blas_thread() -> None:
             _blas_set = True
 
 
-# Forward passes over at most this many tokens (batch x positions) run on one torch thread.
+# A forward pass over at most SMALL_TOKENS tokens (batch x positions) of a model whose weights take at most
+# SMALL_WEIGHTS bytes runs on one torch thread.
 SMALL_TOKENS = 128
+SMALL_WEIGHTS = 256 * 2**20
+
+
+def weights_bytes(model) -> int:
+    """Bytes of a torch model's parameters (a weight shared by two layers counted once)."""
+    return sum(p.numel() * p.element_size() for p in model.parameters())
 
 
 @contextmanager
-def threads_for(tokens: int | None, cached: bool = False):
-    """One torch thread inside the block for a pass over at most SMALL_TOKENS tokens, the process's count
-    otherwise (tokens None: unchanged). In the app a short pass shares the cores with the server's other threads
-    and the browser: measured here, MiniLM over 16 tokens took about 70 ms on two threads and 20 ms on one in
-    the server (12 and 14 ms alone), and over 115 tokens about 80 and 55 ms; over 512 tokens two threads win
-    (195 against 280 ms). A pass that continues from a cache of keys and values (cached: a generation step) keeps
-    the process's count however few its tokens: it reads every weight of the model for one token, and two threads
-    read them faster (SmolLM2 writing 128 tokens, recorded: 6.6 s on two threads, 10.4 s on one). torch's count is
-    the process's: a pass of another model running at that moment (the passes of one model take turns) may use one
-    thread for a few milliseconds."""
+def threads_for(tokens: int | None, cached: bool = False, weights: int = 0):
+    """One torch thread inside the block for a short pass of a small model (at most SMALL_TOKENS tokens, weights
+    of at most SMALL_WEIGHTS bytes), the process's count otherwise (tokens None: unchanged).
+
+    In the app a short pass shares the cores with the server's other threads and the browser, which is busy with
+    the run's first messages while the pass starts: measured here, MiniLM (87 MiB) over 16 tokens took about 70 ms
+    on two threads and 20 ms on one in the server (12 and 14 ms alone), and over 115 tokens about 80 and 55 ms;
+    over 512 tokens two threads win (195 against 280 ms). A larger model's short pass is bound by reading its
+    weights, which two threads do faster, and lasts past the browser's burst: SmolLM2 (513 MiB) over 19 tokens
+    took 146 ms on one thread and 91 ms on two alone, and a text edit on the heatmap page 401 and 382 ms; a
+    random BERT-base (418 MiB) was as fast on either at 16 tokens and faster on two at about 100 (544 against 521
+    ms), a BERT of 206 MiB slightly faster on one at about 100 (452 against 466 ms).
+    A pass that continues from a cache of keys and values (cached: a generation step) keeps the process's count
+    however few its tokens: it reads every weight of the model for one token (SmolLM2 writing 128 tokens,
+    recorded: 6.6 s on two threads, 10.4 s on one). torch's count is the process's: a pass of another model
+    running at that moment (the passes of one model take turns) may use one thread for a few milliseconds."""
     n = configure_threads()
-    if tokens is None or cached or tokens > SMALL_TOKENS or n == 1:
+    if tokens is None or cached or tokens > SMALL_TOKENS or weights > SMALL_WEIGHTS or n == 1:
         yield
         return
     import torch

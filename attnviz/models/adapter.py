@@ -60,7 +60,7 @@ from typing import Any, Callable
 from attnviz.errors import BadInput
 from attnviz.hooks import attention_function, register_attention
 from attnviz.models.families import Family, family_of, module_at
-from attnviz.runtime import threads_for
+from attnviz.runtime import threads_for, weights_bytes
 
 # name template -> shape, for documentation, listings and tests
 HOOK_POINTS: dict[str, str] = {
@@ -173,6 +173,7 @@ class Recording:
         self.keep, self.replace = keep, replace
         self.kernel, self.pattern_into, self.grad = kernel, pattern_into, grad
         self.acts: dict[str, Any] = {}  # name -> tensor of the last forward
+        self.weights = weights_bytes(loaded.model)  # how many threads a short pass runs on (runtime.threads_for)
         self.calls: dict[str, AttentionCall] = {}  # "blocks.{i}.attn" -> that block's attention call, last forward
         self.n_heads = int(loaded.facts.n_heads)
         self.d_head = int(loaded.facts.d_model) // self.n_heads
@@ -219,7 +220,8 @@ class Recording:
             kwargs.setdefault("return_dict", True)
         self.acts.clear()
         self.calls.clear()
-        with _grad_mode(self.grad), threads_for(_tokens(args, kwargs), cached=_continues(kwargs)):
+        with _grad_mode(self.grad), threads_for(_tokens(args, kwargs), cached=_continues(kwargs),
+                                                      weights=self.weights):
             return runner(*args, **kwargs)
 
     # ---- what the hooks do

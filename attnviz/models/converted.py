@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from attnviz.runtime import cache_dir
+from attnviz.runtime import cache_dir, weights_bytes
 
 MARKER = "attnviz-converted.json"  # written last: a folder without it is incomplete
 SPACE_MARGIN = 1.5  # free disk space needed, as a multiple of the weights' bytes, before a copy is written
@@ -53,10 +53,6 @@ def discard(folder: Path) -> None:
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def _weights_bytes(model) -> int:
-    return sum(p.numel() * p.element_size() for p in model.parameters())
-
-
 def save(model, tokenizer, folder: Path, source: Path) -> bool:
     """Save `model` and `tokenizer` (as read from `source`) as the copy in `folder`; whether a copy was written.
 
@@ -66,7 +62,7 @@ def save(model, tokenizer, folder: Path, source: Path) -> bool:
     parent = folder.parent
     try:
         parent.mkdir(parents=True, exist_ok=True)
-        if shutil.disk_usage(parent).free < SPACE_MARGIN * _weights_bytes(model):
+        if shutil.disk_usage(parent).free < SPACE_MARGIN * weights_bytes(model):
             return False
     except OSError:
         return False

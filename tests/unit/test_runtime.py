@@ -256,3 +256,34 @@ def test_short_passes_run_on_one_thread_and_long_ones_on_all(two_threads):
     seen.clear()
     run(loaded, {"inputs_embeds": torch.zeros(1, 12, loaded.model.config.hidden_size)}, replace=_note_threads(seen))
     assert seen == [1]
+
+
+def test_a_short_pass_of_a_large_model_runs_on_all_threads(two_threads, monkeypatch):
+    """A short pass runs on one thread only while the model's weights take at most SMALL_WEIGHTS bytes: a larger
+    model's short pass is bound by reading its weights, which two threads do faster. The limit is lowered to the
+    tiny model's size here, and to one byte below it."""
+    from attnviz.models.adapter import run
+
+    seen = two_threads
+    loaded = tiny_loaded("bert")
+    size = runtime.weights_bytes(loaded.model)
+    assert runtime.SMALL_WEIGHTS == 256 * 2**20 and size < runtime.SMALL_WEIGHTS
+    for limit, expected in ((runtime.SMALL_WEIGHTS, 1), (size, 1), (size - 1, 2)):
+        monkeypatch.setattr(runtime, "SMALL_WEIGHTS", limit)
+        seen.clear()
+        run(loaded, {"input_ids": torch.full((1, 12), 1996)}, replace=_note_threads(seen))
+        assert seen == [expected], limit
+        assert torch.get_num_threads() == 2
+
+
+def test_weights_bytes_counts_a_shared_weight_once():
+    """A causal model whose output layer shares the input embedding's matrix: the sum over its distinct tensors,
+    each counted once whatever its dtype."""
+    model = tiny_loaded("llama").model
+    model.config.tie_word_embeddings = True
+    model.tie_weights()
+    assert model.get_output_embeddings().weight is model.get_input_embeddings().weight
+    distinct = {t.data_ptr(): t.nelement() * 4 for t in model.state_dict().values()}
+    assert runtime.weights_bytes(model) == sum(distinct.values())
+    model.half()
+    assert runtime.weights_bytes(model) == sum(distinct.values()) // 2
