@@ -256,14 +256,37 @@ def pictures_as_links(d: dict, link) -> list[int]:
     return removed
 
 
+def _colour_range(trace: dict, z: np.ndarray) -> None:
+    """A heatmap trace (JSON) that plotly.js colours over its data's span given that span as zmin and zmax: its
+    least and greatest finite values, which plotly.js would find itself by visiting each value through its number
+    checks (a quarter of drawing a new 512 x 512 map). plotly.js spans the data when zauto is true, or is not given
+    and zmin and zmax do not give a range (a zmin alone is then ignored), unless a midpoint (zmid) or a colour axis
+    sets it. The same colours and colour bar; left as it is when the values are all equal or none is finite
+    (plotly.js widens such a span itself)."""
+    if trace.get("type") != "heatmap" or trace.get("coloraxis") or trace.get("zmid") is not None:
+        return
+    low, high, auto = trace.get("zmin"), trace.get("zmax"), trace.get("zauto")
+    if auto is None:
+        auto = not (_number(low) and _number(high) and low < high)
+    if not auto:
+        return
+    finite = z[np.isfinite(z)]
+    if finite.size and finite.min() < finite.max():
+        trace.update(zmin=float(finite.min()), zmax=float(finite.max()), zauto=False)
+
+
+def _number(x) -> bool:
+    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool) and bool(np.isfinite(x))
+
+
 def figure_bytes(fig: go.Figure, extra: dict, *, layout: dict | None = None, colorbar: dict | None = None,
                  link=None) -> bytes:
     """`fig` as one message: a little-endian uint32 length n, n bytes of JSON {figure: the figure without its large
     arrays (None in their place), arrays: [{trace, field, shape}], digest, **extra}, zero padding to a multiple
     of 4, then each large array (large_arrays) as little-endian float32, in that order. layout: a base the
     figure's own layout is written over (its template dropped); colorbar: the same for each heatmap's colour bar;
-    link: large pictures go as links (pictures_as_links). The digest names the message's content (equal figures,
-    equal digests)."""
+    link: large pictures go as links (pictures_as_links). A heatmap coloured over its data's span is sent with
+    that span (_colour_range). The digest names the message's content (equal figures, equal digests)."""
     import hashlib
     import json
     import struct
@@ -278,6 +301,8 @@ def figure_bytes(fig: go.Figure, extra: dict, *, layout: dict | None = None, col
         arrays.append({"trace": i, "field": field, "shape": list(a.shape)})
         blobs.append(a.tobytes())
         d["data"][i][field] = None
+        if field == "z":
+            _colour_range(d["data"][i], a)
     if colorbar is not None:
         for t in d["data"]:
             if t.get("type") == "heatmap" and t.get("showscale", True) is not False:

@@ -38,6 +38,40 @@ def test_the_map_travels_as_float32_and_comes_back_bit_for_bit():
     assert spec["config"] == {"displaylogo": False} and spec["plotly"] == "/media/plotly.js"
 
 
+def test_a_map_coloured_over_its_data_goes_with_that_span_and_other_maps_as_they_are():
+    """A heatmap plotly.js colours over its data's span (zauto, or no zmin/zmax range: a zmin alone is ignored) is
+    sent with zmin/zmax set to its least and greatest finite values (the causal map's blank cells left out), as
+    float32 values read back exactly, and zauto off; a map with its own range, a midpoint, a colour axis, all values
+    equal or none finite goes as it is."""
+    w, fig = _map(96)
+    lower = w[np.tril(np.ones((96, 96), bool))]
+    span = (min(map(float, lower)), max(map(float, lower)))
+    tokens = [f"t{i}" for i in range(96)]
+
+    def sent(f):
+        return plotting.figure_from_bytes(plotly_bytes.payload(f, {}, "/p.js"))["figure"]["data"][0]
+
+    spanned = [fig, heatmap_figure(w, tokens, tokens, causal=True, zmin=0.0),
+               go.Figure(go.Heatmap(z=np.where(np.tril(np.ones((96, 96), bool)), w, np.nan), zmin=0.3, zmax=0.1)),
+               go.Figure(go.Heatmap(z=np.where(np.tril(np.ones((96, 96), bool)), w, np.inf), zmin=0, zmax=1,
+                                    zauto=True))]
+    for f in spanned:
+        trace = sent(f)
+        assert span[0] < span[1] and (trace["zmin"], trace["zmax"], trace["zauto"]) == (*span, False)
+        assert np.float32(trace["zmin"]) == trace["zmin"]
+    assert fig.data[0].zmin is None  # the figure itself unchanged
+    kept = [(heatmap_figure(w, tokens, tokens, zmin=0.0, zmax=0.5), (0.0, 0.5)),
+            (go.Figure(go.Heatmap(z=w, zmin=0.1, zmax=0.2, zauto=False)), (0.1, 0.2)),
+            (go.Figure(go.Heatmap(z=w - 0.01, zmid=0)), (None, None)),
+            (go.Figure(go.Heatmap(z=w, coloraxis="coloraxis")), (None, None)),
+            (go.Figure(go.Heatmap(z=np.full((96, 96), 0.25, np.float32))), (None, None)),
+            (go.Figure(go.Heatmap(z=np.full((96, 96), np.nan, np.float32))), (None, None))]
+    for f, (low, high) in kept:
+        trace = sent(f)
+        assert trace["z"].shape == (96, 96)  # it went as bytes
+        assert (trace.get("zmin"), trace.get("zmax")) == (low, high) and trace.get("zauto") in (None, False)
+
+
 def test_the_layout_keeps_the_figures_settings_over_the_theme_without_plotlys_template():
     _, fig = _map(80)
     layout = plotting.figure_from_bytes(plotly_bytes.payload(fig, {}, "u"))["figure"]["layout"]
