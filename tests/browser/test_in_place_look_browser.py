@@ -1,6 +1,6 @@
 """A figure drawn in place (ui.plotly_bytes) looks as st.plotly_chart draws the same kind of figure: the same bar
 chart (figures.token_bars) drawn by Streamlit on the Entropy page and in place on the Rollout page, and a heatmap's
-colour bar; a figure shown again is drawn once, with the margins plotly worked out for it the first time, also in a
+colour bar and colour range; a figure shown again is drawn once, with the margins plotly worked out for it the first time, also in a
 page loaded again or another tab of the same browser."""
 from __future__ import annotations
 
@@ -134,3 +134,27 @@ def test_a_damaged_store_of_margins_is_started_again(page, app_server):
     page.wait_for_function(f"() => (localStorage.getItem('{STORE}') || '').startsWith('[[')", timeout=10_000)
     stored = page.evaluate(f"() => JSON.parse(localStorage.getItem('{STORE}'))")
     assert stored and all(len(e) == 2 and set(e[1]) == {"l", "r", "t", "b"} for e in stored), stored[:3]
+
+
+# the drawn map's colour range, and the one plotly.js finds for the same values when given no range
+SPAN = """(sel) => { const gd = document.querySelector(sel + ' .js-plotly-plot'), t = gd._fullData[0];
+  const div = document.createElement('div'); document.body.appendChild(div);
+  return Plotly.newPlot(div, [{type: 'heatmap', z: t.z}]).then(() => {
+    const own = [div._fullData[0].zmin, div._fullData[0].zmax]; Plotly.purge(div); div.remove();
+    return {drawn: [t.zmin, t.zmax, t.zauto], own: own, cells: t.z.length * t.z[0].length}; }); }"""
+
+
+def test_a_map_sent_with_its_datas_span_is_coloured_as_plotly_would_colour_it(page, app_server):
+    """The token focus's maps leave their range to plotly.js; sent as bytes (a long text), they carry the range
+    plotly.js would find itself, and plotly.js draws them with it."""
+    from urllib.parse import quote
+
+    from attnviz.examples import long_text
+
+    text = " ".join(long_text().split()[:300])
+    open_path(page, app_server, f"/heatmap?model_choice=minilm&lens=weights&text={quote(text)}")
+    page.wait_for_selector(".st-key-hm_focus_out .js-plotly-plot")
+    span = page.evaluate(SPAN, ".st-key-hm_focus_out")
+    assert span["cells"] > 2048  # large enough to go as bytes
+    assert span["drawn"][2] is False and span["drawn"][:2] == span["own"]
+    assert 0 <= span["own"][0] < span["own"][1] <= 1
