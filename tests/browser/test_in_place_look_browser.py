@@ -1,7 +1,7 @@
 """A figure drawn in place (ui.plotly_bytes) looks as st.plotly_chart draws the same kind of figure: the same bar
 chart (figures.token_bars) drawn by Streamlit on the Entropy page and in place on the Rollout page, and a heatmap's
-colour bar and colour range; a figure shown again is drawn once, with the margins plotly worked out for it the first time, also in a
-page loaded again or another tab of the same browser."""
+colour bar and colour range; a figure shown again is drawn once, with the margins plotly worked out for it the
+first time, also in a page loaded again or another tab of the same browser."""
 from __future__ import annotations
 
 from tests.browser.helpers import choose, look_at, nav_to, open_path
