@@ -8,6 +8,7 @@ import functools
 import streamlit as st
 
 from attnviz.ui import share
+from attnviz.ui.copy_link import COPY_JS, copy_link
 from attnviz.ui.figure import COUNTER, part_figures, render_batch_export, reset_counter
 from attnviz.ui.present import PART_BOX, apply_presentation
 
@@ -55,10 +56,12 @@ html.attnviz-slow-run [data-stale='true'] { opacity: .33 !important; transition:
 
 def page_scripts() -> None:
     """The page's own scripts in one hidden block, the first element of every run (each acts once per page load):
-    one history entry per page (share.HISTORY_JS) and the fade of a slow run's outdated elements (FADE_SLOW_RUNS)."""
+    one history entry per page (share.HISTORY_JS), the fade of a slow run's outdated elements (FADE_SLOW_RUNS) and
+    the link box's Copy button (COPY_JS)."""
     with st.container(key="page_scripts"):
         st.html("<style>.st-key-page_scripts, [data-testid='stLayoutWrapper']:has(> .st-key-page_scripts) "
-                "{ display: none; }</style>" + share.HISTORY_JS + FADE_SLOW_RUNS, unsafe_allow_javascript=True)
+                "{ display: none; }</style>" + share.HISTORY_JS + FADE_SLOW_RUNS + COPY_JS,
+                unsafe_allow_javascript=True)
 
 
 def begin(page: str) -> None:
@@ -99,8 +102,8 @@ def render_link() -> None:
     with _container(SLOT) if holder is None else holder:
         render_batch_export()
         with st.expander("Link to this view", icon=":material/link:"):
-            st.code(share.share_link(), language=None, wrap_lines=True)
-            st.caption("Copy it with the button at the box's top right. Opening it restores the model, "
+            copy_link(share.share_link())
+            st.caption("Copy it with the button beside it. Opening it restores the model, "
                        "text, page, head and this page's main settings."
                        + (" The text is too long to fit in a link." if len(st.session_state.get("text", "")) > share.MAX_TEXT_IN_URL else ""))
 

@@ -35,3 +35,14 @@ def run_until(at: AppTest, key: str, timeout: float = 240) -> None:
             return
         time.sleep(0.3)
     raise AssertionError(f"{key} was not set after {timeout:.0f} s")
+
+
+def share_links(at) -> str:
+    """The links in the sidebar's 'Link to this view' box (ui.copy_link), space-separated."""
+    import html
+    import re
+
+    from attnviz.ui.copy_link import BOX
+
+    return " ".join(html.unescape(m) for e in at.get("html")
+                    for m in re.findall(f'<div class="{BOX}"><code>(.*?)</code>', e.proto.body))

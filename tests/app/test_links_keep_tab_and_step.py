@@ -1,9 +1,5 @@
 """A link keeps the open tab of the complexity page and the training step scrubbed to."""
-from tests.app.apptest import open_page
-
-
-def _link(at) -> str:
-    return " ".join(c.value for c in at.code)
+from tests.app.apptest import open_page, share_links as _link
 
 
 def test_complexity_link_opens_its_tab():

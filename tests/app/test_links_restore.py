@@ -1,9 +1,5 @@
 """Links restore each page's own settings, and the 'Link to this view' box carries them."""
-from tests.app.apptest import open_page
-
-
-def _link(at) -> str:
-    return " ".join(c.value for c in at.code)
+from tests.app.apptest import open_page, share_links as _link
 
 
 def test_positional_link_restores_tab_and_settings():

@@ -201,7 +201,7 @@ def link_box_text(page) -> str | None:
     box = page.locator('[data-testid="stSidebar"] [data-testid="stExpander"]', has_text="Link to this view")
     if box.count() == 0:
         return None
-    code = box.first.locator('[data-testid="stCode"], code')
+    code = box.first.locator(".attnviz-link code")
     return code.first.evaluate("e => e.textContent") if code.count() else ""
 
 

@@ -203,7 +203,7 @@ def test_text_view_follows_the_focus_token(page, app_server, minilm):
     assert title == f"on (4): weight {r.attention[0, 0, 4, 4]:.4f}"
 
 
-SIDEBAR_LINK = """() => [...document.querySelectorAll('[data-testid="stSidebar"] [data-testid="stCode"] code')]
+SIDEBAR_LINK = """() => [...document.querySelectorAll('[data-testid="stSidebar"] .attnviz-link code')]
     .map(e => e.textContent).join(' ')"""
 
 
@@ -221,7 +221,7 @@ def test_a_new_focus_token_reruns_only_the_heads_part_and_the_link_and_deck_box_
     assert "hm_focus=1" in page.evaluate(SIDEBAR_LINK)
     link_box = page.locator('[data-testid="stSidebar"] [data-testid="stExpander"]', has_text="Link to this view")
     link_box.first.get_by_text("Link to this view").click()  # open: it stays open while the part reruns
-    link_box.first.locator('[data-testid="stCode"]').wait_for(state="visible")
+    link_box.first.locator(".attnviz-link code").wait_for(state="visible")
     frames.clear()
     choose(page, "Token", "4: on")
     wait_for_app(page)
@@ -235,7 +235,7 @@ def test_a_new_focus_token_reruns_only_the_heads_part_and_the_link_and_deck_box_
     np.testing.assert_allclose(shown, r.attention[0, 0, 4], atol=1e-5)
     assert url_params(page)["hm_focus"] == "4"
     assert "hm_focus=4" in page.evaluate(SIDEBAR_LINK)
-    assert link_box.count() == 1 and link_box.first.locator('[data-testid="stCode"]').is_visible()
+    assert link_box.count() == 1 and link_box.first.locator(".attnviz-link code").is_visible()
     # the deck's box adds this view with the new token
     box = page.locator('[data-testid="stSidebar"] [data-testid="stExpander"]', has_text="Add this view to the deck")
     box.first.click()
@@ -281,3 +281,42 @@ def test_the_server_sends_its_websocket_messages_uncompressed(app_server):
                    "Sec-WebSocket-Protocol: streamlit\r\n\r\n").encode())
         head = s.recv(4096).decode("latin-1").lower()
     assert head.startswith("http/1.1 101") and "permessage-deflate" not in head, head
+
+
+def test_the_link_box_shows_the_views_link_whole_and_its_button_copies_it(page, app_server):
+    """The sidebar's 'Link to this view' shows the link of the view on screen, wrapped within the sidebar, and its
+    Copy button puts exactly that link on the clipboard: through the clipboard of a secure page (127.0.0.1), and by
+    selecting it where the page has no clipboard (an address on the network, for a class)."""
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=app_server.url)
+    try:
+        page.goto(app_server.url + "/heatmap?layer=2&head=5")
+        wait_for_app(page)
+        box = page.locator('[data-testid="stSidebar"] [data-testid="stExpander"]', has_text="Link to this view").first
+        box.get_by_text("Link to this view").click()
+        code = box.locator(".attnviz-link code")
+        code.wait_for(state="visible")
+        link = code.text_content()
+        assert link.startswith(app_server.url + "/heatmap?") and url_params(page) == {
+            k: v[0] for k, v in __import__("urllib.parse").parse.parse_qs(link.split("?", 1)[1]).items()}
+        assert {"layer": "2", "head": "5"}.items() <= url_params(page).items()
+        fits = code.evaluate("e => [e.scrollWidth, e.clientWidth, e.closest('[data-testid=\"stSidebar\"]')"
+                             ".getBoundingClientRect().right - e.getBoundingClientRect().right]")
+        assert fits[0] <= fits[1] and fits[2] >= 0, fits  # wrapped inside the box, the box inside the sidebar
+        button = box.locator(".attnviz-link button")
+        button.click()
+        page.wait_for_function("() => document.querySelector('.attnviz-link button').textContent === 'Copied'")
+        assert page.evaluate("() => navigator.clipboard.readText()") == link
+        # a page without the clipboard API: the link is selected and copied, which the copy event sees
+        page.evaluate("""() => {
+            Object.defineProperty(navigator, 'clipboard', {value: undefined, configurable: true});
+            window.__copied = null;
+            document.addEventListener('copy', () => { window.__copied = String(document.getSelection()); },
+                                      {once: true});
+        }""")
+        page.wait_for_function("() => document.querySelector('.attnviz-link button').textContent === 'Copy'")
+        button.click()
+        page.wait_for_function("() => window.__copied !== null")
+        assert page.evaluate("() => window.__copied") == link
+        assert button.text_content() == "Copied"
+    finally:
+        page.context.clear_permissions()

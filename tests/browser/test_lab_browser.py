@@ -36,7 +36,7 @@ def test_the_temperature_lab_reruns_alone_and_the_link_follows(app_server, page)
     page.goto(app_server.url + "/lab_temperature")
     wait_for_app(page)
     page.get_by_text("Attention returns (weighted lifespan)").wait_for()
-    code = """() => [...document.querySelectorAll('[data-testid="stSidebar"] [data-testid="stCode"] code')]
+    code = """() => [...document.querySelectorAll('[data-testid="stSidebar"] .attnviz-link code')]
         .map(e => e.textContent).join(' ')"""
     assert "temp_T=1.0" in page.evaluate(code)
     frames.clear()
@@ -94,7 +94,7 @@ def test_the_multi_head_lab_reruns_alone_and_its_link_names_one_kv_slider(app_se
     wait_for_app(page)
     page.locator(".st-key-mh_fig_head_3 .js-plotly-plot").wait_for()
     assert page.get_by_text("head 4 (KV head 2)").count() == 1  # 4 query heads share 2 KV heads
-    code = """() => [...document.querySelectorAll('[data-testid="stSidebar"] [data-testid="stCode"] code')]
+    code = """() => [...document.querySelectorAll('[data-testid="stSidebar"] .attnviz-link code')]
         .map(e => e.textContent).join(' ')"""
     assert "mh_kv_4=2" in page.evaluate(code)
     frames.clear()
