@@ -8,6 +8,11 @@ from attnviz.bench import browser
 
 pytestmark = pytest.mark.browser
 
+# How late a change may be seen after it was made: the page's timers and the bench's checks (every 20 ms) run late on
+# a busy machine (by up to about 115 ms seen during a whole test run). Every later change a test makes to mislead the
+# bench comes at least 300 ms after the change that ends the interaction, so this still tells the two apart.
+LATE = 200
+
 # What the bench reads of a Streamlit page: the app's script state, one element in the main block, and the box it
 # watches (here its text, as for a box without a chart). A key press changes that text after `delay` ms.
 PAGE = """<div data-testid="stApp" data-test-script-state="notRunning">
@@ -39,8 +44,8 @@ def test_an_interaction_lasts_from_the_key_press_until_the_change(bench_page, de
     t0 = time.perf_counter()
     ms, _, _ = bench_page.measure(".st-key-box", lambda: None, lambda: bench_page.page.keyboard.press("a"))
     waited = time.perf_counter() - t0
-    # the change comes delay_ms after the press and is seen within one 20 ms check (timers can run a little late)
-    assert delay_ms <= ms <= delay_ms + 80, ms
+    # the change comes delay_ms after the press and is seen within one 20 ms check, or LATE on a busy machine
+    assert delay_ms <= ms <= delay_ms + LATE, ms
     # the answer came once the new text had held for the 0.4 s the bench asks
     assert waited >= (delay_ms + 400) / 1000
     assert bench_page.page.locator(".st-key-box").inner_text() == "after"
@@ -64,7 +69,7 @@ def test_a_page_busy_running_its_script_has_not_settled(bench_page):
     bench_page.page.evaluate("() => window.addEventListener('keydown', () => setTimeout(() => document.querySelector("
                              "'[data-testid=stApp]').setAttribute('data-test-script-state', 'notRunning'), 700))")
     ms, _, _ = bench_page.measure(".st-key-box", lambda: None, lambda: bench_page.page.keyboard.press("a"))
-    assert 700 <= ms <= 780, ms
+    assert 700 <= ms <= 700 + LATE, ms
 
 
 def test_a_change_after_the_watched_box_is_waited_for(bench_page):
@@ -76,7 +81,7 @@ def test_a_change_after_the_watched_box_is_waited_for(bench_page):
                              " window.addEventListener('keydown', () => setTimeout(() => { el.textContent = 'drawn'; },"
                              " 450)); }")
     ms, _, _ = bench_page.measure(".st-key-box", lambda: None, lambda: bench_page.page.keyboard.press("a"))
-    assert 450 <= ms <= 530, ms
+    assert 450 <= ms <= 450 + LATE, ms
     assert bench_page.page.locator(".st-key-late").inner_text() == "drawn"
 
 
@@ -109,7 +114,7 @@ def test_a_chart_is_settled_once_it_is_drawn_with_new_data(bench_page):
     before = bench_page.state(".st-key-box")[1]
     assert before is not None and bench_page.state(".st-key-box")[1] == before  # read twice, the same
     ms, _, _ = bench_page.measure(".st-key-box", lambda: None, lambda: bench_page.page.keyboard.press("a"))
-    assert 200 <= ms <= 280, ms
+    assert 200 <= ms <= 200 + LATE, ms
     assert bench_page.state(".st-key-box")[1] not in (None, before)
 
 
@@ -130,7 +135,7 @@ def test_a_canvas_drawn_after_the_watched_box_is_waited_for(bench_page):
                              " const ctx = document.querySelector('canvas').getContext('2d');"
                              " ctx.fillStyle = '#c00'; ctx.fillRect(0, 0, 10, 10); }, 300))")
     ms, _, _ = bench_page.measure(".st-key-box", lambda: None, lambda: bench_page.page.keyboard.press("a"))
-    assert 300 <= ms <= 380, ms
+    assert 300 <= ms <= 300 + LATE, ms
     pixel = bench_page.page.evaluate("() => [...document.querySelector('canvas').getContext('2d')"
                                      ".getImageData(5, 5, 1, 1).data]")
     assert pixel == [204, 0, 0, 255]
@@ -144,7 +149,7 @@ def test_a_canvas_fallback_content_is_not_waited_for(bench_page):
     bench_page.page.evaluate("() => window.addEventListener('keydown', () => setTimeout(() => {"
                              " document.querySelector('canvas .cell').textContent = '1'; }, 450))")
     ms, _, _ = bench_page.measure(".st-key-box", lambda: None, lambda: bench_page.page.keyboard.press("a"))
-    assert 150 <= ms <= 230, ms
+    assert 150 <= ms <= 150 + LATE, ms
     assert bench_page.page.locator("canvas .cell").text_content() == "1"
 
 
@@ -189,7 +194,7 @@ def test_a_change_the_browser_never_shows_is_not_waited_for(bench_page, hidden):
                              " t.id = 'js-plotly-tester'; document.body.appendChild(t); }")
     bench_page.page.evaluate("() => window.addEventListener('keydown', () => setTimeout(() => {" + change + "}, 450))")
     ms, _, _ = bench_page.measure(".st-key-box", lambda: None, lambda: bench_page.page.keyboard.press("a"))
-    assert 150 <= ms <= 230, ms
+    assert 150 <= ms <= 150 + LATE, ms
     done = {"spare": "document.querySelector('.attnviz-spare').textContent",
             "tester": "document.getElementById('js-plotly-tester').getAttribute('x')",
             "detached": "window.__changedDetached"}[hidden]
