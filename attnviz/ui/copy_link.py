@@ -2,8 +2,9 @@
 
 The box is plain HTML (`st.html`) rather than `st.code`: a code box brings Streamlit's syntax highlighter, whose
 script (every language it knows) the browser compiles and runs on every page load, for a box that highlights
-nothing; without it a page load keeps the browser's main thread busy about a third less (see docs/performance.md).
-The button's script (COPY_JS) is one listener on the document, among the page's own scripts (ui.page)."""
+nothing; without it a page load keeps the browser's main thread busy a fifth (the heatmap page) to nearly a third
+(the home page) less (see docs/performance.md). The button's script (COPY_JS) is one listener on the document,
+among the page's own scripts (ui.page)."""
 from __future__ import annotations
 
 import html

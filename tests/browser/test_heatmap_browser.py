@@ -1,6 +1,7 @@
 """Chromium against `streamlit run`: the heatmap page renders and responds."""
 import base64
 import re
+from urllib.parse import parse_qs
 
 import numpy as np
 import pytest
@@ -296,8 +297,8 @@ def test_the_link_box_shows_the_views_link_whole_and_its_button_copies_it(page, 
         code = box.locator(".attnviz-link code")
         code.wait_for(state="visible")
         link = code.text_content()
-        assert link.startswith(app_server.url + "/heatmap?") and url_params(page) == {
-            k: v[0] for k, v in __import__("urllib.parse").parse.parse_qs(link.split("?", 1)[1]).items()}
+        assert link.startswith(app_server.url + "/heatmap?")
+        assert url_params(page) == {k: v[0] for k, v in parse_qs(link.split("?", 1)[1]).items()}
         assert {"layer": "2", "head": "5"}.items() <= url_params(page).items()
         fits = code.evaluate("e => [e.scrollWidth, e.clientWidth, e.closest('[data-testid=\"stSidebar\"]')"
                              ".getBoundingClientRect().right - e.getBoundingClientRect().right]")
