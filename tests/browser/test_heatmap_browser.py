@@ -237,6 +237,7 @@ def test_a_new_focus_token_reruns_only_the_heads_part_and_the_link_and_deck_box_
     assert url_params(page)["hm_focus"] == "4"
     assert "hm_focus=4" in page.evaluate(SIDEBAR_LINK)
     assert link_box.count() == 1 and link_box.first.locator(".attnviz-link code").is_visible()
+    assert link_box.first.locator(".attnviz-link").count() == 1  # the part's rerun replaced the box, added none
     # the deck's box adds this view with the new token
     box = page.locator('[data-testid="stSidebar"] [data-testid="stExpander"]', has_text="Add this view to the deck")
     box.first.click()
