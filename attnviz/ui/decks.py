@@ -221,8 +221,10 @@ def add_box() -> None:
         return
     # a constant label: a new one would make a new expander, closed again after each addition
     with st.expander("Add this view to the deck", icon=":material/slideshow:"):
-        st.text_input("Slide title", key="deck_new_title", placeholder="the page's name")
-        st.text_area("Speaker notes", key="deck_new_notes", height=80,
+        # typing a title or notes reruns nothing (the page would be drawn again for no change): the button reads
+        # them, and a click that blurred a box is not lost to a rerun that moves the sidebar under the pointer
+        st.text_input("Slide title", key="deck_new_title", placeholder="the page's name", on_change="ignore")
+        st.text_area("Speaker notes", key="deck_new_notes", height=80, on_change="ignore",
                      help="Shown only in the presenter view (a second tab), never on the slide.")
         st.button("Add this view", key="deck_add", on_click=_add_view, icon=":material/add:")
         done = st.session_state.pop("_deck_added", None)

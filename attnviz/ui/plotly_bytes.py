@@ -110,8 +110,9 @@ function fullscreen(Plotly, gd) {
 
 // A map kept in the browser's storage for this site under the name given: its latest entries (up to the limit),
 // written at most once a second (once after a run's charts are drawn), merged with what other tabs wrote since this
-// page loaded. Only the stored (text, value) pairs that clean() accepts are read (another version of the page, or a damaged store, may
-// have left anything there); a browser that refuses storage (a private window may) keeps them for the page's life.
+// page loaded. Only the stored (text, value) pairs that clean() accepts are read (another version of the page, or a
+// damaged store, may have left anything there); a browser that refuses storage (a private window may) keeps them for
+// the page's life.
 function keptMap(name, limit, clean) {
   const map = new Map();
   const stored = () => {

@@ -5,6 +5,7 @@ import time
 
 from playwright.sync_api import TimeoutError as PlaywrightTimeout, expect
 
+from attnviz.ui.copy_link import BOX
 from tests.conftest import wait_for_app
 
 FIND_PLOT = """(sel) => {
@@ -196,12 +197,25 @@ def exception_texts(page) -> list[str]:
     return page.evaluate("() => [...document.querySelectorAll('[data-testid=\"stException\"]')].map(e => e.innerText)")
 
 
+# the sidebar's "Link to this view": its box (attnviz.ui.copy_link), the link in it and its Copy button
+LINK_CODE = f".{BOX} code"
+LINK_BUTTON = f".{BOX} button"
+# every link the sidebar's link boxes hold, joined by spaces
+SIDEBAR_LINKS = f"""() => [...document.querySelectorAll('[data-testid="stSidebar"] {LINK_CODE}')]
+    .map(e => e.textContent).join(' ')"""
+
+
+def link_box(page):
+    """The sidebar's "Link to this view" expander (a Playwright locator; count() is 0 when it is missing)."""
+    return page.locator('[data-testid="stSidebar"] [data-testid="stExpander"]', has_text="Link to this view")
+
+
 def link_box_text(page) -> str | None:
     """The URL in the sidebar's 'Link to this view' box (None when the box is missing)."""
-    box = page.locator('[data-testid="stSidebar"] [data-testid="stExpander"]', has_text="Link to this view")
+    box = link_box(page)
     if box.count() == 0:
         return None
-    code = box.first.locator(".attnviz-link code")
+    code = box.first.locator(LINK_CODE)
     return code.first.evaluate("e => e.textContent") if code.count() else ""
 
 

@@ -2,8 +2,10 @@
 press lost, also while a slide is still opening), the presenter view in a second tab follows with its
 clock; the deck and its unsaved edits survive presenting, End and a page load; adding a view from the
 sidebar lands in the deck; Move and the slide table count from 1."""
+import json
 import re
 import time
+import uuid
 
 import pytest
 
@@ -160,11 +162,24 @@ def test_presenting_keeps_the_deck_and_its_unsaved_edits(browser, app_server):
 
 
 def test_add_this_view_from_the_sidebar(page, app_server):
+    """Typing the slide's title and notes sends nothing to the server (no rerun moves the sidebar under the pointer
+    before the click); "Add this view" adds the view with both, and empties the boxes."""
+    from attnviz.decks import store
+
+    notes = f"Point at head 3. ({uuid.uuid4().hex})"
+    sent = []
+    page.on("websocket", lambda ws: ws.on("framesent", lambda payload: sent.append(payload)))
     page.goto(app_server.url + "/entropy")
     wait_for_app(page)
     box = page.locator('[data-testid="stSidebar"] [data-testid="stExpander"]', has_text="Add this view to the deck")
     box.first.click()
+    wait_for_app(page, settle=0.5)
+    sent.clear()
     box.first.get_by_label("Slide title").fill("Focused heads")
+    box.first.locator("textarea").fill(notes)
+    box.first.get_by_label("Slide title").click()  # the notes box loses the focus: its value is committed
+    time.sleep(1.0)
+    assert not sent, f"{len(sent)} message(s) sent while typing"
     # the confirmation is shown for one run only (a later run may take it away before a poll would see it): the page
     # notes whether it ever appeared
     page.evaluate("""() => { window.__added = false;
@@ -177,6 +192,12 @@ def test_add_this_view_from_the_sidebar(page, app_server):
     wait_for_app(page)
     page.get_by_text("The deck has 1 slide:").first.wait_for(timeout=60_000)
     page.wait_for_function("() => window.__added", timeout=60_000)
+    assert box.first.get_by_label("Slide title").input_value() == "" and box.first.locator("textarea").input_value() == ""
+    copies = [f for f in store.folder().glob("*.json") if notes in f.read_text(encoding="utf-8")]
+    assert len(copies) == 1
+    slides = json.loads(copies[0].read_text(encoding="utf-8"))["slides"]
+    assert [(x["title"], x["notes"]) for x in slides] == [("Focused heads", notes)]
+    assert slides[0]["page"] == "entropy"
 
 
 def _choose(page, label: str, option: str) -> None:

@@ -6,8 +6,9 @@ from urllib.parse import parse_qs
 import numpy as np
 import pytest
 
-from tests.browser.helpers import (bytes_figures, choose, click_marker, hover_label, look_at, plot_z, sent_elements,
-                                   url_params, wait_plot)
+from attnviz.ui.copy_link import BOX
+from tests.browser.helpers import (LINK_BUTTON, LINK_CODE, SIDEBAR_LINKS, bytes_figures, choose, click_marker, hover_label,
+                                   link_box, look_at, plot_z, sent_elements, url_params, wait_plot)
 from tests.conftest import wait_for_app
 
 pytestmark = pytest.mark.browser
@@ -114,8 +115,8 @@ def test_the_grid_picture_is_fetched_once_and_a_head_change_reruns_only_the_head
     drawn = sent_elements(frames)
     assert {"hm_heatmap", "hm_grid"} <= set(drawn["charts"])  # the heads' part ...
     assert "hm_head" in drawn["widgets"] and not {"model_choice", "hm_hide_special"} & set(drawn["widgets"])  # alone
-    assert url_params(page)["head"] == "5" and "head=5" in page.evaluate(SIDEBAR_LINK)
-    assert page.locator('[data-testid="stSidebar"] [data-testid="stExpander"]', has_text="Link to this view").count() == 1
+    assert url_params(page)["head"] == "5" and "head=5" in page.evaluate(SIDEBAR_LINKS)
+    assert link_box(page).count() == 1
 
 
 def test_long_text_renders_512_tokens_and_a_new_focus_token_does_not_send_the_map_again(page, app_server):
@@ -204,10 +205,6 @@ def test_text_view_follows_the_focus_token(page, app_server, minilm):
     assert title == f"on (4): weight {r.attention[0, 0, 4, 4]:.4f}"
 
 
-SIDEBAR_LINK = """() => [...document.querySelectorAll('[data-testid="stSidebar"] .attnviz-link code')]
-    .map(e => e.textContent).join(' ')"""
-
-
 def test_a_new_focus_token_reruns_only_the_heads_part_and_the_link_and_deck_box_follow(page, app_server, minilm):
     """A new focus token reruns the heads' part: its figures and text are sent again, the head's unchanged heatmap
     only as a reference to the browser's copy, the sidebar not at all; the URL, the sidebar's link and "Add this
@@ -219,10 +216,10 @@ def test_a_new_focus_token_reruns_only_the_heads_part_and_the_link_and_deck_box_
     _open(page, app_server)
     r = extract(minilm, "The cat sat on the mat because it was tired.")
     wait_plot(page, ytitle="layer")
-    assert "hm_focus=1" in page.evaluate(SIDEBAR_LINK)
-    link_box = page.locator('[data-testid="stSidebar"] [data-testid="stExpander"]', has_text="Link to this view")
-    link_box.first.get_by_text("Link to this view").click()  # open: it stays open while the part reruns
-    link_box.first.locator(".attnviz-link code").wait_for(state="visible")
+    assert "hm_focus=1" in page.evaluate(SIDEBAR_LINKS)
+    links = link_box(page)
+    links.first.get_by_text("Link to this view").click()  # open: it stays open while the part reruns
+    links.first.locator(LINK_CODE).wait_for(state="visible")
     frames.clear()
     choose(page, "Token", "4: on")
     wait_for_app(page)
@@ -235,9 +232,9 @@ def test_a_new_focus_token_reruns_only_the_heads_part_and_the_link_and_deck_box_
         "els => els.map(e => e.dataset.weight)")])
     np.testing.assert_allclose(shown, r.attention[0, 0, 4], atol=1e-5)
     assert url_params(page)["hm_focus"] == "4"
-    assert "hm_focus=4" in page.evaluate(SIDEBAR_LINK)
-    assert link_box.count() == 1 and link_box.first.locator(".attnviz-link code").is_visible()
-    assert link_box.first.locator(".attnviz-link").count() == 1  # the part's rerun replaced the box, added none
+    assert "hm_focus=4" in page.evaluate(SIDEBAR_LINKS)
+    assert links.count() == 1 and links.first.locator(LINK_CODE).is_visible()
+    assert links.first.locator(f".{BOX}").count() == 1  # the part's rerun replaced the box, added none
     # the deck's box adds this view with the new token
     box = page.locator('[data-testid="stSidebar"] [data-testid="stExpander"]', has_text="Add this view to the deck")
     box.first.click()
@@ -259,15 +256,15 @@ def test_a_new_focus_token_reruns_only_the_heads_part_and_the_link_and_deck_box_
     page.locator("h3").filter(has_text="Layer 0, head 3").wait_for()
     wait_for_app(page)
     assert url_params(page)["hm_focus"] == "4" and url_params(page)["head"] == "3"
-    assert page.locator('[data-testid="stSidebar"] [data-testid="stExpander"]', has_text="Link to this view").count() == 1
-    assert "hm_focus=4" in page.evaluate(SIDEBAR_LINK) and "head=3" in page.evaluate(SIDEBAR_LINK)
+    assert link_box(page).count() == 1
+    assert "hm_focus=4" in page.evaluate(SIDEBAR_LINKS) and "head=3" in page.evaluate(SIDEBAR_LINKS)
     # and so does a full run (the display options)
     page.get_by_text("Display options").first.click()
     page.locator(".st-key-hm_hide_special").get_by_text("Hide special tokens").first.click()
     wait_for_app(page)
     assert url_params(page)["hm_focus"] == "4" and url_params(page)["hm_hide_special"] == "1"
-    assert page.locator('[data-testid="stSidebar"] [data-testid="stExpander"]', has_text="Link to this view").count() == 1
-    assert "hm_hide_special=1" in page.evaluate(SIDEBAR_LINK) and "head=3" in page.evaluate(SIDEBAR_LINK)
+    assert link_box(page).count() == 1
+    assert "hm_hide_special=1" in page.evaluate(SIDEBAR_LINKS) and "head=3" in page.evaluate(SIDEBAR_LINKS)
 
 
 def test_the_server_sends_its_websocket_messages_uncompressed(app_server):
@@ -293,9 +290,9 @@ def test_the_link_box_shows_the_views_link_whole_and_its_button_copies_it(page, 
     try:
         page.goto(app_server.url + "/heatmap?layer=2&head=5")
         wait_for_app(page)
-        box = page.locator('[data-testid="stSidebar"] [data-testid="stExpander"]', has_text="Link to this view").first
+        box = link_box(page).first
         box.get_by_text("Link to this view").click()
-        code = box.locator(".attnviz-link code")
+        code = box.locator(LINK_CODE)
         code.wait_for(state="visible")
         link = code.text_content()
         assert link.startswith(app_server.url + "/heatmap?")
@@ -304,9 +301,9 @@ def test_the_link_box_shows_the_views_link_whole_and_its_button_copies_it(page, 
         fits = code.evaluate("e => [e.scrollWidth, e.clientWidth, e.closest('[data-testid=\"stSidebar\"]')"
                              ".getBoundingClientRect().right - e.getBoundingClientRect().right]")
         assert fits[0] <= fits[1] and fits[2] >= 0, fits  # wrapped inside the box, the box inside the sidebar
-        button = box.locator(".attnviz-link button")
+        button = box.locator(LINK_BUTTON)
         button.click()
-        page.wait_for_function("() => document.querySelector('.attnviz-link button').textContent === 'Copied'")
+        page.wait_for_function(f"() => document.querySelector('{LINK_BUTTON}').textContent === 'Copied'")
         assert page.evaluate("() => navigator.clipboard.readText()") == link
         # a page without the clipboard API: the link is selected and copied, which the copy event sees
         page.evaluate("""() => {
@@ -315,7 +312,7 @@ def test_the_link_box_shows_the_views_link_whole_and_its_button_copies_it(page, 
             document.addEventListener('copy', () => { window.__copied = String(document.getSelection()); },
                                       {once: true});
         }""")
-        page.wait_for_function("() => document.querySelector('.attnviz-link button').textContent === 'Copy'")
+        page.wait_for_function(f"() => document.querySelector('{LINK_BUTTON}').textContent === 'Copy'")
         button.click()
         page.wait_for_function("() => window.__copied !== null")
         assert page.evaluate("() => window.__copied") == link

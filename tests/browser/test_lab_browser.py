@@ -1,6 +1,7 @@
 """Chromium: lowering the temperature sharpens the attention weights on the temperature page."""
 import pytest
 
+from tests.browser.helpers import SIDEBAR_LINKS, link_box
 from tests.conftest import plotly_z, wait_for_app
 
 
@@ -36,9 +37,7 @@ def test_the_temperature_lab_reruns_alone_and_the_link_follows(app_server, page)
     page.goto(app_server.url + "/lab_temperature")
     wait_for_app(page)
     page.get_by_text("Attention returns (weighted lifespan)").wait_for()
-    code = """() => [...document.querySelectorAll('[data-testid="stSidebar"] .attnviz-link code')]
-        .map(e => e.textContent).join(' ')"""
-    assert "temp_T=1.0" in page.evaluate(code)
+    assert "temp_T=1.0" in page.evaluate(SIDEBAR_LINKS)
     frames.clear()
     thumb = page.locator('.st-key-temp_T input[type="range"]').first
     thumb.focus()
@@ -48,9 +47,9 @@ def test_the_temperature_lab_reruns_alone_and_the_link_follows(app_server, page)
     sent = b"".join(f if isinstance(f, bytes) else f.encode() for f in frames)
     assert b"temp_fig_weights" in sent
     assert b"Model and text" not in sent  # the sidebar's controls were not sent again
-    assert "temp_T=0.79" in page.evaluate(code)
+    assert "temp_T=0.79" in page.evaluate(SIDEBAR_LINKS)
     assert page.get_by_text("The worked example at T = 0.79").count() == 1
-    assert page.locator('[data-testid="stSidebar"] [data-testid="stExpander"]', has_text="Link to this view").count() == 1
+    assert link_box(page).count() == 1
 
 
 @pytest.mark.browser
@@ -79,7 +78,7 @@ def test_the_scaling_lab_reruns_alone_and_keeps_its_lecture_links(app_server, pa
         return (el._fullLayout.shapes || []).map(s => s.x0); }""")
     assert any(abs(x - 256) < 1e-6 for x in marker), marker  # the sweep's marker moved to the new d_k
     assert url_params(page)["scaling_dk"] == "256" and nav.count() == 1
-    assert page.locator('[data-testid="stSidebar"] [data-testid="stExpander"]', has_text="Link to this view").count() == 1
+    assert link_box(page).count() == 1
 
 
 @pytest.mark.browser
@@ -94,9 +93,7 @@ def test_the_multi_head_lab_reruns_alone_and_its_link_names_one_kv_slider(app_se
     wait_for_app(page)
     page.locator(".st-key-mh_fig_head_3 .js-plotly-plot").wait_for()
     assert page.get_by_text("head 4 (KV head 2)").count() == 1  # 4 query heads share 2 KV heads
-    code = """() => [...document.querySelectorAll('[data-testid="stSidebar"] .attnviz-link code')]
-        .map(e => e.textContent).join(' ')"""
-    assert "mh_kv_4=2" in page.evaluate(code)
+    assert "mh_kv_4=2" in page.evaluate(SIDEBAR_LINKS)
     frames.clear()
     box = page.get_by_label("heads h", exact=True)
     box.fill("8")
@@ -109,7 +106,7 @@ def test_the_multi_head_lab_reruns_alone_and_its_link_names_one_kv_slider(app_se
     assert not {"model_choice", "use_pair"} & set(drawn["widgets"])  # the sidebar was not sent again
     params = url_params(page)
     assert params["mh_kv_8"] == "8" and "mh_kv_4" not in params  # the previous head count's slider left the link
-    link = page.evaluate(code)
+    link = page.evaluate(SIDEBAR_LINKS)
     assert "mh_kv_8=8" in link and "mh_kv_4" not in link
     thumb = page.locator('.st-key-mh_kv_8 input[type="range"]').first
     thumb.focus()
@@ -118,7 +115,7 @@ def test_the_multi_head_lab_reruns_alone_and_its_link_names_one_kv_slider(app_se
     wait_for_app(page)
     assert page.get_by_text("head 8 (KV head 4)").count() == 1
     assert page.get_by_role("link", name="Next: ").count() == 1
-    assert page.locator('[data-testid="stSidebar"] [data-testid="stExpander"]', has_text="Link to this view").count() == 1
+    assert link_box(page).count() == 1
     export = page.locator('[data-testid="stSidebar"] [data-testid="stDownloadButton"]:visible')  # not the hidden former box
     assert [" ".join(t.split()[1:]) for t in export.all_inner_texts()] == ["All 11 figures of this page (.zip)"]  # split, 8 heads, concat, output (after its icon)
     box.fill("6")  # 16 / 6 is no whole head width: a message in place of the figures
@@ -126,6 +123,6 @@ def test_the_multi_head_lab_reruns_alone_and_its_link_names_one_kv_slider(app_se
     page.get_by_text("is not divisible by n_heads = 6").wait_for()
     wait_for_app(page)
     page.wait_for_function("() => !new URL(location.href).searchParams.has('mh_kv_8')", timeout=30_000)
-    assert "mh_kv_8" not in page.evaluate(code) and url_params(page)["mh_heads"] == "6"
+    assert "mh_kv_8" not in page.evaluate(SIDEBAR_LINKS) and url_params(page)["mh_heads"] == "6"
     assert export.count() == 0  # no figure on the page, none to export
     assert page.get_by_role("link", name="Next: ").count() == 1

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
+from tests.browser.helpers import link_box
 from tests.conftest import ROOT, wait_for_app
 
 LOCAL_HOSTS = {"127.0.0.1", "localhost", "[::1]", "::1"}
@@ -390,7 +391,7 @@ class Walker:
         if "model_choice" not in params:
             ok = False
             self.fail("sidebar", f"the URL does not carry the model (URL keys {sorted(params)})")
-        box = self.page.locator(f'{SIDEBAR} [data-testid="stExpander"]', has_text="Link to this view")
+        box = link_box(self.page)
         deadline = time.time() + 15  # the box is drawn when the run ends: a slow page's comes last
         while box.count() == 0 and time.time() < deadline:
             time.sleep(0.5)
