@@ -69,6 +69,8 @@ def test_training_sources_start_without_a_traceback(page, app_server, source, tm
     (was: `'tr_source' - it is bound to a widget` from share.sync_url after st.rerun())."""
     from attnviz.models.registry import PACKAGED, package_dir
 
+    sent = []  # what the page sends the server
+    page.on("websocket", lambda ws: ws.on("framesent", lambda payload: sent.append(payload)))
     _start(page, app_server, text=None)
     nav_to(page, "Training evolution")
     _no_traceback(page, "opening Training evolution")
@@ -83,10 +85,12 @@ def test_training_sources_start_without_a_traceback(page, app_server, source, tm
         folder = next(p.parent for p in sorted(package_dir(PACKAGED["minilm"].package).rglob("config.json"))
                       if (p.parent / "tokenizer.json").exists() or (p.parent / "vocab.txt").exists())
         area = page.get_by_role("textbox", name="Checkpoints of one model, in training order (one per line)")
+        sent.clear()
         area.fill(f"{folder}\n{folder}")
-        area.press("Control+Enter")
+        area.press("Control+Enter")  # committed, and sent with the button's press: the list reruns nothing
         time.sleep(0.5)
         wait_for_app(page)
+        assert not sent, f"committing the checkpoint list sent {len(sent)} message(s)"
     if SOURCES[source]:
         page.get_by_role("button", name=SOURCES[source]).click()
     else:
@@ -113,6 +117,8 @@ def test_training_sources_start_without_a_traceback(page, app_server, source, tm
         page.get_by_role("button", name="Cancel").first.click()
     else:  # the series / the file loads as frames
         frames.first.wait_for(timeout=180_000)
+        if source == "Checkpoint series":
+            assert sent, "the button's press sent nothing that the page's listener saw"  # so the check above can fail
     deadline = time.time() + 120  # the job has ended (the server runs one at a time)
     while time.time() < deadline and progress.count():
         time.sleep(0.5)

@@ -108,7 +108,9 @@ def finetune_controls() -> str:
     lr = c3.select_slider("Learning rate", [1e-5, 3e-5, 1e-4, 3e-4], d.lr, key="tr_ft_lr",
                           format_func=lambda v: f"{v:g}")
     freeze = c4.toggle("Freeze word embeddings", d.freeze_embeddings, key="tr_ft_freeze")
-    probe = st.text_input("Probe sentence (its attention is recorded)", "", key="tr_ft_probe",
+    # read only by the button below: committing it reruns nothing, so a press that takes the focus from it is not
+    # lost to a rerun that redraws the page between the press and the release
+    probe = st.text_input("Probe sentence (its attention is recorded)", "", key="tr_ft_probe", on_change="ignore",
                           placeholder="the movie was not good at all .",
                           help="Empty = the probe from assets/finetune_sentiment.json.")
     st.caption("The task: classify template sentences (assets/finetune_sentiment.json) as positive or negative, "
@@ -146,11 +148,13 @@ def checkpoint_controls() -> str:
     slot = "checkpoints"
     specs_text = st.text_area(
         "Checkpoints of one model, in training order (one per line)", key="tr_ck_specs", height=120,
+        on_change="ignore",  # read only by the button below, as the probe sentences
         placeholder="/path/to/run/checkpoint-100\n/path/to/run/checkpoint-200\nEleutherAI/pythia-70m@step1000",
         help="Local folders (e.g. a Trainer's checkpoint-N folders), hub ids, or hub-id@revision (Pythia publishes "
              "step checkpoints as revisions: EleutherAI/pythia-70m@step1000). Hub models work only where the hub "
              "is reachable or the revision is in the local HF cache.")
-    text = st.text_input("Probe sentence", "The cat sat on the mat because it was tired.", key="tr_ck_text")
+    text = st.text_input("Probe sentence", "The cat sat on the mat because it was tired.", key="tr_ck_text",
+                         on_change="ignore")
     go = st.button("▶ Load the series", type="primary", key="tr_ck_go", disabled=job_of(slot) is not None)
     if go:
         from attnviz.training.checkpoints import checkpoint_series, parse_series
