@@ -229,7 +229,7 @@ def add_box() -> None:
         st.button("Add this view", key="deck_add", on_click=_add_view, icon=":material/add:")
         done = st.session_state.pop("_deck_added", None)
         n = len(current())
-        st.caption((done + ". " if done else "") + f"The deck has {plural(n, 'slide')}: the "
+        st.caption((done.rstrip(".") + ". " if done else "") + f"The deck has {plural(n, 'slide')}: the "
                    "**Lecture deck** page (Learn) reorders, edits, saves and presents it.")
 
 

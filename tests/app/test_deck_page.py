@@ -53,6 +53,16 @@ def test_add_this_view_records_the_page_and_its_settings(deck_dir):
     assert (deck_dir / f"{at.session_state['deck_id']}.json").exists()
 
 
+def test_a_title_too_long_for_a_slide_is_refused_in_one_sentence(deck_dir):
+    at = open_page("app_pages/entropy.py")
+    at.text_input(key="deck_new_title").input("x" * (dk.MAX_TITLE + 1))
+    at.button(key="deck_add").click().run()
+    assert not at.exception and "deck" not in at.session_state  # nothing added, no deck begun
+    caption = next(c.value for c in at.caption if "The deck has" in c.value)
+    assert caption.startswith(f"The slide title is {dk.MAX_TITLE + 1} characters long; at most {dk.MAX_TITLE} fit "
+                              "on a slide. The deck has 0 slides"), caption
+
+
 def test_shipped_deck_opens_prepares_and_presents():
     at = open_page("app_pages/deck.py")
     assert any("empty" in i.value for i in at.info)
