@@ -16,11 +16,11 @@ BOX = "attnviz-link"  # the box's class; its link is the text of its <code>
 # Copies through the clipboard API where the page may use it (a secure page: localhost, 127.0.0.1, https), else by
 # selecting the link in a hidden text box and copying the selection (a server on the network, as for a class).
 COPY_JS = """<style>
-.attnviz-link { display: flex; align-items: flex-start; gap: 0.5rem; padding: 0.5rem 0.6rem; border-radius: 0.5rem;
+.%(box)s { display: flex; align-items: flex-start; gap: 0.5rem; padding: 0.5rem 0.6rem; border-radius: 0.5rem;
   background: rgba(128, 128, 128, 0.1); }
-.attnviz-link code { flex: 1 1 auto; min-width: 0; font-size: 0.78rem; line-height: 1.4; white-space: pre-wrap;
+.%(box)s code { flex: 1 1 auto; min-width: 0; font-size: 0.78rem; line-height: 1.4; white-space: pre-wrap;
   overflow-wrap: anywhere; background: none; padding: 0; }
-.attnviz-link button { flex: 0 0 auto; font: inherit; font-size: 0.78rem; padding: 0.15rem 0.5rem; cursor: pointer;
+.%(box)s button { flex: 0 0 auto; font: inherit; font-size: 0.78rem; padding: 0.15rem 0.5rem; cursor: pointer;
   border-radius: 0.4rem; border: 1px solid rgba(128, 128, 128, 0.45); background: transparent; color: inherit; }
 </style>
 <script>
@@ -45,9 +45,9 @@ COPY_JS = """<style>
     said(button, ok);
   };
   document.addEventListener('click', (event) => {
-    const button = event.target.closest ? event.target.closest('.attnviz-link button') : null;
+    const button = event.target.closest ? event.target.closest('.%(box)s button') : null;
     if (!button) return;
-    const text = button.closest('.attnviz-link').querySelector('code').textContent;
+    const text = button.closest('.%(box)s').querySelector('code').textContent;
     if (navigator.clipboard && window.isSecureContext) {
       navigator.clipboard.writeText(text).then(() => said(button, true), () => bySelection(button, text));
     } else {
@@ -55,7 +55,7 @@ COPY_JS = """<style>
     }
   });
 })();
-</script>"""
+</script>""" % {"box": BOX}
 
 
 def copy_link(url: str) -> None:
