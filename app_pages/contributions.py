@@ -70,9 +70,11 @@ with fig_col:
                 in_place=True)
 with text_col:
     top = int(np.argmax(got["attention weight"]))
-    st.metric(f"Weight on '{tokens[top]}'", f"{got['attention weight'][top]:.1%}",
-              delta=f"{got['value-weighted share'][top] - got['attention weight'][top]:+.1%} value-weighted",
-              delta_color="off")
+    weight, moved = got["attention weight"][top], got["value-weighted share"][top]
+    st.metric(f"Weight on '{tokens[top]}'", f"{weight:.1%}",
+              delta=f"{100 * (moved - weight):+.1f} points: {moved:.1%} value-weighted", delta_color="off",
+              help="The largest mean attention weight of this head, and below it the value-weighted share of the same "
+                   "token: the difference in percentage points, then the share itself.")
     norms = c.value_norms[layer, head]
     st.markdown(f"‖f(x)‖ of **{tokens[top]}** in this head: **{norms[top]:.3g}**, against a median of "
                 f"**{float(np.median(norms)):.3g}** over the tokens. A token that takes much weight but has a "

@@ -12,6 +12,7 @@ from attnviz.ui.figure import show_figure
 from attnviz.ui.share import bind
 from attnviz.ui.present import page_intro
 from attnviz.ui.page import stop as stop_page
+from attnviz.types import SUMMED
 from attnviz.units import count_text
 
 page_intro("Attention entropy",
@@ -29,10 +30,11 @@ analysis = aw.analysis_of_sidebar(result=result)
 ent = analysis.entropy
 ablated = aw.ablated_heads()
 
-bind({"en_unit": str, "en_special": bool})
+bind({"en_unit": str, "en_special": bool, "en_layer": int, "en_head": int})
 st.session_state.setdefault("en_special", True)
+summed = result.heads_summed  # ALTI: one map per layer
 c1, c2 = st.columns(2)
-unit = c1.radio("Show", ["normalised (0–1)", "nats"], horizontal=True, key="en_unit",
+unit = c1.radio("Scale", ["normalised (0–1)", "nats"], horizontal=True, key="en_unit",
                 help="Normalised entropy compares heads fairly across rows of different lengths.")
 include_special = c2.toggle("Include [CLS]/[SEP] rows in the head means", key="en_special",
                             help="Special tokens often attend in their own way; leave them out to see the words only.")
@@ -47,30 +49,34 @@ means = head_mean(per_row, valid)
 label = "normalised entropy" if unit.startswith("normalised") else "entropy (nats)"
 zmax = 1.0 if unit.startswith("normalised") else float(np.log(result.seq_len)) or 1.0
 
-layer, head = aw.current_head(result.n_layers, result.n_heads)
-fig = head_grid(means, title=f"Mean {label} per head · {count_text(result.seq_len)} tokens", colorbar=label,
-                zmin=0.0, zmax=zmax, colorscale="Viridis", ablated=ablated, selected=(layer, head))
-st.caption("Dark = focused, bright = broad. Click a cell to open that head on the heatmap page."
-           + (" Red crosses mark ablated heads (their own weights are unchanged by ablation)." if ablated else ""))
-aw.clickable_head_grid(fig, "en_grid")
-
+grid = st.container()  # drawn once the picker below has said which head it shows: the grid frames that head
 left, right = st.columns([1, 2])
 with left:
-    st.markdown("**All heads, sortable** (click a column header)")
+    st.markdown(f"**All {'layers' if summed else 'heads'}, sortable** (click a column header)")
     table = aw.head_table({label: means})
+    if summed:
+        table["head"] = SUMMED
     table["ablated"] = [(l, h) in ablated for l, h in zip(table["layer"], table["head"])]
     st.dataframe(table.sort_values(label), hide_index=True, height=420, width="stretch")
 with right:
-    st.markdown("**Entropy of every token's row in one head**")
-    sel_layer, sel_head = head_picker(result.n_layers, result.n_heads, "en", write_back=False)
+    st.markdown(f"**Entropy of every token's row in one {'layer' if summed else 'head'}**")
+    sel_layer, sel_head = head_picker(result.n_layers, result.n_heads, "en", write_back=False, heads_summed=summed)
     values = per_row[sel_layer, sel_head]
-    bars = token_bars(values, result.tokens, title=f"{label} per query token · layer {sel_layer}, head {sel_head}",
-                      ytitle=label, special_mask=result.special_mask)
+    bars = token_bars(values, result.tokens, ytitle=label, special_mask=result.special_mask,
+                      title=f"{label} per query token · layer {sel_layer}, {result.head_name(sel_head)}")
     if unit.startswith("normalised"):
         bars.update_yaxes(range=[0, 1.02])
     show_figure(bars, key="en_bars")
-    st.caption(f"Head mean: {means[sel_layer, sel_head]:.3f}. Light bars are special tokens. "
-               f"Uniform attention over n keys has entropy log n ({np.log(result.seq_len):.2f} nats for all "
+    st.caption(f"{'Layer' if summed else 'Head'} mean: {means[sel_layer, sel_head]:.3f}. Light bars are special "
+               f"tokens. Uniform attention over n keys has entropy log n ({np.log(result.seq_len):.2f} nats for all "
                f"{count_text(result.seq_len)} tokens); attention on one key has 0.")
-    if st.button("Open this head on the heatmap page", key="en_open"):
+    if st.button(f"Open this {'layer' if summed else 'head'} on the heatmap page", key="en_open"):
         aw.open_head(sel_layer, sel_head)
+with grid:
+    fig = head_grid(means, title=f"Mean {label} per {'layer, heads summed' if summed else 'head'} · "
+                                 f"{count_text(result.seq_len)} tokens", colorbar=label, zmin=0.0, zmax=zmax,
+                    colorscale="Viridis", ablated=ablated, selected=(sel_layer, sel_head), summed=summed)
+    st.caption("Dark = focused, bright = broad. The white frame marks the " + ("layer" if summed else "head")
+               + " shown below; click a cell to open it on the heatmap page."
+               + (" Red crosses mark ablated heads (their own weights are unchanged by ablation)." if ablated else ""))
+    aw.clickable_head_grid(fig, "en_grid")

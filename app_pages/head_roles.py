@@ -55,8 +55,9 @@ roles, left_out = applicable_roles(scores, causal=result.facts.causal)
 scores = scores.only(roles)
 labels = [ROLES[r][0] for r in roles]
 best, best_score = strongest_role(scores, min_score)
-fig = role_map(best, best_score, scores.scores, labels, title=f"Strongest role of each head · {where}",
-               ablated=ablated)
+summed = result.heads_summed and scope.startswith("the current")  # the corpus scores are the weights' own
+fig = role_map(best, best_score, scores.scores, labels, ablated=ablated, summed=summed,
+               title=f"Strongest role of each {'layer, heads summed' if summed else 'head'} · {where}")
 st.caption("The number in each cell is the head's best score. Hover for every score; click a cell to open "
            "that head on the heatmap page.")
 aw.clickable_head_grid(fig, "hr_map")

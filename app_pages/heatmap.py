@@ -8,6 +8,7 @@ from attnviz.heatmap.raster import GridLayout, default_thumb, grid_csv
 from attnviz.ui.cache import figure, grid_image
 from attnviz.heatmap.figures import grid_figure, grid_frame
 from attnviz.export import result_npz
+from attnviz.types import SUMMED
 from attnviz.ui.metrics import ablated_heads, ablation_note
 from attnviz.ui.heatmap import head_numbers, token_focus
 from attnviz.ui.figure import show_figure
@@ -38,7 +39,7 @@ what = lens_ui.label(result)
 facts = result.facts
 st.markdown(f"**{facts.name}** · `{facts.architecture}` · {facts.kind}"
             f"{' (causal: a token sees only itself and earlier tokens)' if facts.causal else ''} · "
-            f"{result.n_layers} layers × " + ("heads summed" if result.quantity == "ALTI" else f"{result.n_heads} heads") + f" · d_model {facts.d_model} · "
+            f"{result.n_layers} layers × " + (SUMMED if result.heads_summed else f"{result.n_heads} heads") + f" · d_model {facts.d_model} · "
             f"**{result.seq_len} tokens**")
 
 st.session_state.setdefault("hm_stack", "self")
@@ -90,11 +91,15 @@ def heads_view() -> None:
     ablated = ablated_heads()
     # --- every head -------------------------------------------------------------------------
     layer, head = head_picker(n_layers, n_heads, "hm", columns=st.columns([1, 1, 4])[:2] if presenting() else None,
-                              heads_summed=result.quantity == "ALTI")
+                              heads_summed=result.heads_summed)
     st.subheader("Every head")
     grid_col, grid_text = st.columns([3, 1])
     with grid_text:
         st.markdown(
+            ("One thumbnail per layer, its heads summed (ALTI has one map per layer); rows are layers (0 = nearest "
+             "the input). Each thumbnail is coloured relative to its own largest value, so faint layers still show "
+             "their shape. **Click a thumbnail** to open that layer below; the open layer has a red frame.")
+            if result.heads_summed else
             "One thumbnail per head: rows are layers (0 = nearest the input), columns are heads. "
             "Each thumbnail is coloured relative to its own largest weight, so faint heads still "
             "show their shape. **Click a thumbnail** to open that head below; the open head has a red "
@@ -109,14 +114,14 @@ def heads_view() -> None:
         png = grid_image(attention, layout.n_layers, layout.n_heads, layout.thumb, layout.gap, palette)
         # the same figure for every head (cached without the weights, which the cache would keep alive), the open
         # head's frame drawn over it, its numbers made from this result when exported
-        show_figure(figure(grid_figure, png, layout, ablated=tuple(sorted(ablated))),
+        show_figure(figure(grid_figure, png, layout, ablated=tuple(sorted(ablated)), summed=result.heads_summed),
                     key="hm_grid", name="all-heads", on_select="rerun", selection_mode="points", exports=False,
                     shapes=[grid_frame(layout, layer, head)],
                     numbers=lambda: grid_csv(attention, q_tokens, layout.thumb, k_tokens), in_place=True)
 
     # --- one head ---------------------------------------------------------------------------
-    head_name = "heads summed" if result.quantity == "ALTI" else f"head {head}"
-    st.subheader(f"Layer {layer}, " + ("heads summed (ALTI)" if result.quantity == "ALTI" else f"head {head}")
+    head_name = result.head_name(head)
+    st.subheader(f"Layer {layer}, " + (f"{head_name} (ALTI)" if result.heads_summed else head_name)
                  + (f" · block {BLOCK_NAMES[block]}" if block != "all" else "")
                  + (" (ablated elsewhere: weights shown are its own)" if (layer, head) in ablated else ""))
     try:

@@ -98,13 +98,15 @@ if st.session_state["qk_topk"] not in TOPK_OPTIONS:
 if st.session_state["qk_rank"] not in RANKS:
     st.session_state["qk_rank"] = "weight"
 top_k = o1.select_slider("Keys shown in the matrices", TOPK_OPTIONS, key="qk_topk",
-                         help="Long inputs would make the key matrices unreadable: only the keys that matter most "
-                              "for this row are drawn.")
+                         help="At most this many keys are drawn: long inputs would make the key matrices "
+                              "unreadable, so only the keys that matter most for this row are.")
 rank = o2.radio("Pick them by", list(RANKS), format_func=RANKS.get, key="qk_rank", horizontal=True)
 shown = top_keys(row, top_k, by=rank)
 if len(shown) < len(visible):
     st.caption(f"Showing the **{len(shown)} of {len(visible)}** visible keys with the largest {RANKS[rank]}, "
                "in text order (rows are labelled position: token).")
+elif len(visible) < top_k:
+    st.caption(f"All **{len(visible)}** visible keys are shown: the text has fewer than {top_k}.")
 
 show_figure(figure(query_strip, qk.query[layer, head, query], tokens[query],
                    title=f"Query vector q of '{tokens[query]}' ({query}), layer {layer}, head {head}"),

@@ -19,6 +19,7 @@ from attnviz.ui.share import bind, hold
 from attnviz.ui.present import page_intro, presenting
 from attnviz.ui.page import part
 from attnviz.ui.page import stop as stop_page
+from attnviz.types import SUMMED
 from attnviz.units import count_text
 
 page_intro("Attention rollout",
@@ -32,7 +33,7 @@ page_intro("Attention rollout",
 
 result = require_result(lens=True)
 lens_ui.note(result)
-if result.quantity == "ALTI":
+if result.heads_summed:
     st.caption("ALTI maps already hold the residual: with w = 0 this is ALTI's own rollout (Ferrando et al. 2022).")
 analysis = aw.analysis_of_sidebar(result=result)
 n, n_layers = result.seq_len, result.n_layers
@@ -44,9 +45,15 @@ if not 0 <= st.session_state.get("ro_layer", n_layers - 1) < n_layers:  # anothe
     st.session_state["ro_layer"] = n_layers - 1
 st.session_state.setdefault("ro_layer", n_layers - 1)
 c1, c2, c3 = st.columns(3)
-fusion = c1.selectbox("Head fusion", HEAD_FUSIONS, key="ro_fusion",
-                      help="How the heads of a layer become one matrix: their mean (the paper's choice), "
-                           "max or min per cell.")
+if result.heads_summed:  # one map per layer: nothing to fuse; the fusion chosen for the other lenses is kept
+    c1.selectbox("Head fusion", [SUMMED], key="ro_fusion_summed", disabled=True,
+                 help="ALTI has one map per layer, its heads already summed, so there is nothing to fuse; the "
+                      "fusion chosen for the other lenses is kept.")
+    fusion = "mean"  # of one map: the map itself
+else:
+    fusion = c1.selectbox("Head fusion", HEAD_FUSIONS, key="ro_fusion",
+                          help="How the heads of a layer become one matrix: their mean (the paper's choice), "
+                               "max or min per cell.")
 residual = c2.slider("Residual weight w", 0.0, 1.0, step=0.05, key="ro_residual",
                      help="Share of the identity (the residual path) in each layer's matrix; 0.5 = A + I, halved.")
 discard = c3.number_input("Discard ratio", step=0.05, format="%.2f", key="ro_discard",
@@ -77,8 +84,9 @@ def after_layer() -> None:
     with left:
         raw = {"ALTI": "ALTI contributions", "value-weighted": "Value-weighted attention"}.get(result.quantity, "Raw attention")
         show_figure(matrix_heatmap(fused[layer], tokens, tokens, title=f"{raw}, layer {layer} " + (
-                                       "(heads summed)" if result.quantity == "ALTI" else f"({fusion} of heads)"),
-                                       zmin=0.0, colorscale="Blues"), key="ro_raw", in_place=True)
+                                       f"({SUMMED})" if result.heads_summed else f"({fusion} of heads)"),
+                                       zmin=0.0, colorscale="Blues", colorbar=lens_ui.label(result)),
+                    key="ro_raw", in_place=True)
     with right:
         show_figure(matrix_heatmap(rolled[layer], tokens, tokens, title=f"Rollout through layers 0–{layer}",
                                        zmin=0.0, colorscale="Oranges", colorbar="share",
@@ -122,9 +130,12 @@ def after_layer() -> None:
     show_figure(grouped_token_bars({"rollout share": share, "flow share": flow_share}, tokens,
                                    title=f"Rollout and attention flow into '{tokens[target_i]}' ({target_i}) "
                                          f"after layer {layer}", ytitle="share"), key="ro_flow_bars", in_place=True)
+    keeps = ("every token keeps at least w of itself in every layer" if fusion != "max" else
+             "every token gets w of itself before the rows are rescaled (max fusion's rows sum to more than 1, so "
+             "after the rescaling it can keep less than w)")
     st.caption(f"Raw flow values for '{tokens[target_i]}' run from {flow.min():.3f} to {flow.max():.3f} (at most 1: "
-               "each layer's rows sum to 1). With a residual weight w, every token keeps at least w of itself in "
-               "every layer, so flow rarely drops near 0 and its shares are flatter than rollout's.")
+               f"each layer's rows sum to 1). With a residual weight w, {keeps}, so flow rarely drops near 0 and its "
+               "shares are flatter than rollout's.")
     hold("ro_flow_all")
     if st.toggle("Flow for every output token", key="ro_flow_all",
                  help=f"{n} x {n} max-flow problems on a {layer + 2}-layer graph; a few seconds."):

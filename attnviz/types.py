@@ -99,6 +99,9 @@ class Truncation:
         return self.n_dropped > 0
 
 
+SUMMED = "heads summed"  # what a view calls a layer's one map when its heads are summed (ALTI)
+
+
 @dataclass(frozen=True)
 class AttentionResult(LayerHeadShape):
     """Attention of one model on one input.
@@ -149,6 +152,15 @@ class AttentionResult(LayerHeadShape):
     @property
     def is_pair(self) -> bool:
         return bool(self.text_pair) and bool(np.any(self.segment_ids == 1))
+
+    @property
+    def heads_summed(self) -> bool:
+        """One map per layer, its heads summed (ALTI through the lens), rather than one per head."""
+        return self.quantity == "ALTI"
+
+    def head_name(self, head: int) -> str:
+        """What a view calls head `head` of this result: "head 3", or "heads summed"."""
+        return SUMMED if self.heads_summed else f"head {head}"
 
     @property
     def stacks(self) -> tuple[str, ...]:

@@ -8,7 +8,9 @@ import numpy as np
 import plotly.graph_objects as go
 
 from attnviz.heatmap.raster import GridLayout, grid_csv
+from attnviz.metrics.figures import head_name
 from attnviz.plotting import NO_SI, WEIGHT_FORMAT, attach_numbers, log_colorbar_trace, log_colorscale, matrix_csv, token_ticks
+from attnviz.types import SUMMED
 
 
 def heatmap_figure(values: np.ndarray, row_tokens, col_tokens, *, rows=None, cols=None,
@@ -42,7 +44,7 @@ def heatmap_figure(values: np.ndarray, row_tokens, col_tokens, *, rows=None, col
         future = cols[None, :] > rows[:, None]  # (query, key): the model cannot see these keys
         z = np.where(future, np.nan, values).astype(np.float32)
     trace = dict(z=z, x=col_labels, y=row_labels, zmin=zmin, zmax=zmax, hoverongaps=False,
-                 colorscale=colorscale, colorbar=dict(title=colorbar_title, **NO_SI), xgap=0, ygap=0,
+                 colorscale=colorscale, colorbar=dict(title=dict(text=colorbar_title, side="right"), **NO_SI), xgap=0, ygap=0,
                  hovertemplate=f"query %{{y}}<br>key %{{x}}<br>{colorbar_title} %{{z:{WEIGHT_FORMAT}}}<extra></extra>")
     if log_top is not None:
         trace["showscale"] = False
@@ -72,8 +74,10 @@ def heatmap_figure(values: np.ndarray, row_tokens, col_tokens, *, rows=None, col
 
 def focus_figure(layer_attention: np.ndarray, token: int, tokens, *, direction: str = "out",
                  colorscale="Viridis", ablated_heads=(), what: str = "weight", special_mask=None,
-                 key_special_mask=None, hide_special: bool = False, renormalise: bool = True) -> go.Figure:
-    """Heads x tokens heatmap for one token of one layer (`what`: the name of the numbers).
+                 key_special_mask=None, hide_special: bool = False, renormalise: bool = True,
+                 summed: bool = False) -> go.Figure:
+    """Heads x tokens heatmap for one token of one layer (`what`: the name of the numbers; summed: the layer's one
+    map, its heads summed, an ALTI view).
 
     layer_attention: (head, query, key). direction 'out': what `token` attends to (its row in
     every head); 'in': what attends to `token` (its column in every head). hide_special (with the
@@ -86,22 +90,21 @@ def focus_figure(layer_attention: np.ndarray, token: int, tokens, *, direction: 
                       renormalise=renormalise, key_special_mask=key_special_mask)
     values, positions = view.values, view.positions
     n_heads = values.shape[0]
-    head_labels = [f"head {h}" + (" ✂" if h in ablated_heads else "") for h in range(n_heads)]
+    head_labels = [head_name(h, summed) + (" ✂" if h in ablated_heads else "") for h in range(n_heads)]
     label = tokens[token]
     heading = (f"what {label!r} attends to (its row)" if direction == "out"
                else f"what attends to {label!r} (its column)")
     if hide_special:
         heading += " · special tokens hidden" + (", renormalised" if view.renormalised else "")
     what_shown = ("renormalised " if view.renormalised else "") + what
-    hover = (f"head %{{y}}<br>key %{{x}}<br>{what_shown} %{{z:{WEIGHT_FORMAT}}}<extra></extra>"
-             if direction == "out" else
-             f"head %{{y}}<br>query %{{x}}<br>{what_shown} %{{z:{WEIGHT_FORMAT}}}<extra></extra>")
+    head = SUMMED if summed else "head %{y}"
+    hover = f"{head}<br>{'key' if direction == 'out' else 'query'} %{{x}}<br>{what_shown} %{{z:{WEIGHT_FORMAT}}}<extra></extra>"
     # the x axis is categories "position: token" (hover names the token without a per-cell customdata: a
     # heads x tokens array of strings was most of this figure's size and build time)
     labels = [f"{int(i)}: {tokens[int(i)]}" for i in positions]
     ticks = token_ticks([tokens[int(i)] for i in positions])
     fig = go.Figure(go.Heatmap(z=values, x=labels, y=np.arange(n_heads), colorscale=colorscale,
-                               zmin=0, hovertemplate=hover, colorbar=dict(title=what_shown, **NO_SI)), layout=dict(
+                               zmin=0, hovertemplate=hover, colorbar=dict(title=dict(text=what_shown, side="right"), **NO_SI)), layout=dict(
         title=heading, height=int(max(260, 26 * n_heads + 140)), margin=dict(l=10, r=10, t=40, b=10),
         xaxis=dict(title="key" if direction == "out" else "query", tickangle=-60, automargin=True, **NO_SI,
                    type="category", tickmode="array", tickvals=[labels[i] for i in ticks["tickvals"]],
@@ -164,9 +167,10 @@ def grid_frame(layout: GridLayout, layer: int, head: int, colour: str = OPEN_FRA
 
 
 def grid_figure(png: bytes, layout: GridLayout, *, head_means=None, ablated=(), selected=None, attention=None,
-                tokens=None, key_tokens=None) -> go.Figure:
+                tokens=None, key_tokens=None, summed: bool = False) -> go.Figure:
     """Plotly figure: the PNG as one go.Image plus transparent markers at thumbnail centres,
-    so a click reports (layer, head) through st.plotly_chart(on_select=...).
+    so a click reports (layer, head) through st.plotly_chart(on_select=...). summed: one thumbnail per layer,
+    its heads summed (an ALTI view), named so on the axis and in the hover.
 
     attention (layer, head, query, key) and tokens (key_tokens when keys differ), when given, are the numbers its CSV export
     holds (kept on the figure, never sent to the browser); without them the CSV says so."""
@@ -180,7 +184,8 @@ def grid_figure(png: bytes, layout: GridLayout, *, head_means=None, ablated=(), 
             ys.append(y)
             custom.append([layer, head])
             extra = f"<br>{head_means[layer][head]}" if head_means is not None else ""
-            text.append(f"layer {layer}, head {head}{' (ablated)' if (layer, head) in ablated else ''}{extra}"
+            text.append(f"layer {layer}, {head_name(head, summed)}"
+                        f"{' (ablated)' if (layer, head) in ablated else ''}{extra}"
                         "<br>click to open")
     clicks = go.Scatter(x=xs, y=ys, mode="markers", customdata=custom, hovertext=text, hoverinfo="text",
                         marker=dict(size=max(8, layout.thumb * 0.8), symbol="square", opacity=0.01, color="white"),
@@ -192,9 +197,9 @@ def grid_figure(png: bytes, layout: GridLayout, *, head_means=None, ablated=(), 
         frames.append(grid_frame(layout, *selected))
     fig = go.Figure([go.Image(source=uri, hoverinfo="skip"), clicks], layout=dict(
         shapes=frames, height=int(layout.height * 1.0 + 70), margin=dict(l=60, r=10, t=30, b=10), dragmode=False,
-        xaxis=dict(range=[0, layout.width], showgrid=False, zeroline=False, side="top", title="head", **NO_SI,
-                   tickvals=[layout.gap + h * step + layout.thumb / 2 for h in range(layout.n_heads)],
-                   ticktext=[str(h) for h in range(layout.n_heads)], constrain="domain"),
+        xaxis=dict(range=[0, layout.width], showgrid=False, zeroline=False, side="top", title=SUMMED if summed else "head",
+                   **NO_SI, tickvals=[layout.gap + h * step + layout.thumb / 2 for h in range(layout.n_heads)],
+                   ticktext=["" if summed else str(h) for h in range(layout.n_heads)], constrain="domain"),
         yaxis=dict(range=[layout.height, 0], showgrid=False, zeroline=False, title="layer", **NO_SI,
                    tickvals=[layout.gap + l * step + layout.thumb / 2 for l in range(layout.n_layers)],
                    ticktext=[str(l) for l in range(layout.n_layers)], scaleanchor="x", constrain="domain"),

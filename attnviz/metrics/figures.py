@@ -5,6 +5,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from attnviz.plotting import attach_numbers, built, matrix_csv
+from attnviz.types import SUMMED
 from attnviz.units import count_text
 
 # Largest matrix side sent as is; longer inputs are block-averaged down to at most this.
@@ -24,11 +25,23 @@ def _ticks(labels, positions=None, max_ticks: int = MAX_TICKS):
     return positions[idx].tolist(), [str(labels[i]) for i in idx]
 
 
+def head_name(head: int, summed: bool) -> str:
+    """A head's name on a layers x heads map: "head 3", or the one column of a map whose heads are summed."""
+    return SUMMED if summed else f"head {head}"
+
+
+def head_axis(n_heads: int, summed: bool) -> dict:
+    """The x axis of a layers x heads map: one tick per head, or one unlabelled column of summed heads."""
+    return dict(title=SUMMED if summed else "head", tickmode="array", tickvals=list(range(n_heads)),
+                showticklabels=not summed, showgrid=False, zeroline=False)
+
+
 def head_grid(values: np.ndarray, *, title: str, colorbar: str, zmin=None, zmax=None,
               colorscale: str = "Viridis", fmt: str = ".3f", hover_extra: np.ndarray | None = None,
-              ablated=frozenset(), selected: tuple[int, int] | None = None) -> go.Figure:
+              ablated=frozenset(), selected: tuple[int, int] | None = None, summed: bool = False) -> go.Figure:
     """layers x heads heatmap of one value per head (values: (layer, head)); transparent markers
-    at the cell centres carry customdata (layer, head) so a click selects the head."""
+    at the cell centres carry customdata (layer, head) so a click selects the head. summed: one column, each
+    layer's heads summed (an ALTI view), named so on the axis and in the hover."""
     values = np.asarray(values, dtype=float)
     n_layers, n_heads = values.shape
     layer, head = np.meshgrid(np.arange(n_layers), np.arange(n_heads), indexing="ij")
@@ -36,13 +49,14 @@ def head_grid(values: np.ndarray, *, title: str, colorbar: str, zmin=None, zmax=
                                colorscale=colorscale, colorbar=dict(title=colorbar), hoverinfo="skip",
                                xgap=1, ygap=1))
     extra = hover_extra.ravel() if hover_extra is not None else np.full(values.size, "")
-    text = [f"layer {l}, head {h}<br>{colorbar}: {v:{fmt}}{('<br>' + e) if e else ''}"
+    text = [f"layer {l}, {head_name(h, summed)}<br>{colorbar}: {v:{fmt}}{('<br>' + e) if e else ''}"
             + ("<br><b>ablated</b>" if (l, h) in ablated else "")
             for l, h, v, e in zip(layer.ravel(), head.ravel(), values.ravel(), extra)]
     fig.add_trace(go.Scatter(
         x=head.ravel(), y=layer.ravel(), mode="markers", customdata=np.stack([layer.ravel(), head.ravel()], 1).tolist(),
         marker=dict(size=max(10, min(28, 480 // max(n_heads, n_layers))), color="rgba(0,0,0,0)", symbol="square"),
-        text=text, hovertemplate="%{text}<br><i>click to open this head</i><extra></extra>",
+        text=text, hovertemplate="%{text}<br><i>click to open " + ("this layer" if summed else "this head")
+                                  + "</i><extra></extra>",
         showlegend=False, name="heads"))
     if ablated:
         al, ah = zip(*sorted(ablated))
@@ -54,8 +68,7 @@ def head_grid(values: np.ndarray, *, title: str, colorbar: str, zmin=None, zmax=
                       y1=selected[0] + 0.5, line=dict(color="white", width=3))
     fig.update_layout(
         title=title, height=max(280, 36 * n_layers + 120), margin=dict(l=60, r=20, t=50, b=50),
-        xaxis=dict(title="head", tickmode="array", tickvals=list(range(n_heads)), range=[-0.5, n_heads - 0.5],
-                   showgrid=False, zeroline=False),
+        xaxis=dict(head_axis(n_heads, summed), range=[-0.5, n_heads - 0.5]),
         yaxis=dict(title="layer", tickmode="array", tickvals=list(range(n_layers)), autorange="reversed",
                    showgrid=False, zeroline=False),
         hovermode="closest", hoverdistance=40, clickmode="event+select", dragmode=False,
@@ -172,9 +185,9 @@ def grouped_token_bars(series: dict[str, np.ndarray], tokens, *, title: str, yti
 
 
 def role_map(best: np.ndarray, best_score: np.ndarray, scores: np.ndarray, role_labels: list[str], *,
-             title: str, ablated=frozenset()) -> go.Figure:
+             title: str, ablated=frozenset(), summed: bool = False) -> go.Figure:
     """layers x heads map coloured by each head's strongest role (best: (layer, head) index, -1 =
-    none); scores (role, layer, head) all shown on hover."""
+    none); scores (role, layer, head) all shown on hover. summed: one column, each layer's heads summed."""
     n_roles = len(role_labels)
     n_layers, n_heads = best.shape
     # discrete colour scale: value k (0..n_roles) -> colour of role k-1, 0 = no clear role
@@ -189,7 +202,7 @@ def role_map(best: np.ndarray, best_score: np.ndarray, scores: np.ndarray, role_
             parts = [f"{role_labels[r]}: {'n/a' if np.isnan(scores[r, l, h]) else format(scores[r, l, h], '.2f')}"
                      for r in range(n_roles)]
             head = role_labels[best[l, h]] if best[l, h] >= 0 else "no clear role"
-            lines.append(f"layer {l}, head {h}: <b>{head}</b><br>" + "<br>".join(parts)
+            lines.append(f"layer {l}, {head_name(h, summed)}: <b>{head}</b><br>" + "<br>".join(parts)
                          + ("<br><b>ablated</b>" if (l, h) in ablated else ""))
     layer, head = np.meshgrid(np.arange(n_layers), np.arange(n_heads), indexing="ij")
     fig = go.Figure(go.Heatmap(
@@ -200,7 +213,8 @@ def role_map(best: np.ndarray, best_score: np.ndarray, scores: np.ndarray, role_
         x=head.ravel(), y=layer.ravel(), mode="markers+text", text=labels.ravel(), textfont=dict(size=12, color=np.where(best.ravel() >= 0, "white", "#333333").tolist()),
         customdata=np.stack([layer.ravel(), head.ravel()], 1).tolist(), hovertext=lines,
         marker=dict(size=max(10, min(28, 480 // max(n_heads, n_layers))), color="rgba(0,0,0,0)", symbol="square"),
-        hovertemplate="%{hovertext}<br><i>click to open this head</i><extra></extra>", showlegend=False))
+        hovertemplate="%{hovertext}<br><i>click to open " + ("this layer" if summed else "this head")
+                      + "</i><extra></extra>", showlegend=False))
     for k, label in enumerate(["no clear role"] + list(role_labels)):
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=label,
                                  marker=dict(size=12, symbol="square", color=colours[k])))
@@ -210,7 +224,7 @@ def role_map(best: np.ndarray, best_score: np.ndarray, scores: np.ndarray, role_
                                  marker=dict(symbol="x-thin", size=14, line=dict(width=3, color="black"))))
     fig.update_layout(
         title=title, height=max(320, 40 * n_layers + 140), margin=dict(l=60, r=20, t=50, b=40),
-        xaxis=dict(title="head", tickmode="array", tickvals=list(range(n_heads)), showgrid=False, zeroline=False),
+        xaxis=head_axis(n_heads, summed),
         yaxis=dict(title="layer", tickmode="array", tickvals=list(range(n_layers)), autorange="reversed",
                    showgrid=False, zeroline=False),
         legend=dict(orientation="v", x=1.02, y=1), hovermode="closest", hoverdistance=40, dragmode=False)

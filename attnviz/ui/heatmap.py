@@ -33,11 +33,12 @@ def head_numbers(full: np.ndarray, view: MatrixView, block: str, what: str, key_
         st.metric(f"{block}: largest {what}", f"{largest:.4f}", help=f"The largest single {what} in the block.")
         return
     if key_special.any():
-        st.metric(f"Mean {what} on special tokens", f"{float(full[:, key_special].sum(axis=1).mean()):.1%}",
-                  help="Average over rows of the weight on [CLS], [SEP] and other special tokens.")
+        st.metric("Mean on special tokens", f"{float(full[:, key_special].sum(axis=1).mean()):.1%}",
+                  help=f"Average over the rows of their total {what} on [CLS], [SEP] and other special tokens.")
     else:
-        st.metric(f"Mean {what} on the first token", f"{float(full[:, 0].mean()):.1%}",
-                  help="Many causal models park unused attention on the first token (an 'attention sink').")
+        st.metric("Mean on the first token", f"{float(full[:, 0].mean()):.1%}",
+                  help=f"Average over the rows of their {what} on the first token. Many causal models park unused "
+                       "attention there (an 'attention sink').")
     st.metric(f"Largest {what}", f"{float(full.max()):.4f}")
 
 
@@ -81,14 +82,16 @@ def token_focus(result, which: str, layer: int, head: int, head_name: str, palet
     q_special, k_special = result.specials(which)
     st.subheader("Token focus")
     if not presenting():  # the lecturer says it; the heading stays on the figures' screen
-        st.markdown("Choose a token to see, for every head of this layer, what it attends to (its row) and "
-                    "what attends to it (its column).")
+        st.markdown("Choose a token to see, " + ("in this layer's one map (its heads summed)" if result.heads_summed
+                                                 else "for every head of this layer")
+                    + ", what it attends to (its row) and what attends to it (its column).")
     n_q = attention.shape[2]
     # a new text keeps the position if it still exists, else the first word; hidden special tokens are not offered
     focus = token_picker(q_tokens, "hm_focus", default=1 if n_q > 2 else 0,
                          positions=[i for i in range(n_q) if not (hide and q_special[i])] if hide and not q_special.all() else None)
     layer_heads_ablated = tuple(sorted(h for (l, h) in ablated if l == layer))
-    hidden = dict(special_mask=q_special, key_special_mask=k_special, hide_special=hide, renormalise=renorm)
+    hidden = dict(special_mask=q_special, key_special_mask=k_special, hide_special=hide, renormalise=renorm,
+                  summed=result.heads_summed)
     try:
         c_out, c_in = st.columns(2)
         if which == "self":

@@ -22,6 +22,7 @@ GLOBAL_KEYS: dict[str, type] = {
     "layer": int, "head": int, "present": bool, "lens": str, "words": bool,
 }
 MAX_TEXT_IN_URL = 2000  # longer texts are left out of links (browsers cap URLs)
+TEXT_LEFT_OUT = "long_text"  # in a link whose view had a text too long for it: the page opened from it says so
 _PAGE_KEYS = "_share_page_keys"
 _RESTORED = "_share_restored"
 _FROM_LINK = "_share_from_link"  # keys given a value from the link, not yet accepted by a widget
@@ -153,6 +154,12 @@ def start_run(page: str = "") -> None:
     st.session_state[_RESEND] = bool(st.session_state.get(_STOPPED))
     _restore(GLOBAL_KEYS)
     _revive(GLOBAL_KEYS)
+    done = st.session_state[_RESTORED]
+    if TEXT_LEFT_OUT not in done:  # read once per session, like the link's values
+        done.add(TEXT_LEFT_OUT)
+        if TEXT_LEFT_OUT in st.query_params and "text" not in st.query_params:
+            link_note(f"The text of this view was longer than a link can hold ({MAX_TEXT_IN_URL:,} characters), so "
+                      "the link did not keep it: the default text is shown. Paste the text into the sidebar again.")
     dropped = st.session_state.pop(_LINK_RESET, None)
     if dropped:
         link_note("Some settings in the link were out of range, so this view uses the defaults for: "
@@ -259,9 +266,10 @@ def current_params() -> dict[str, str]:
         value = st.session_state.get(key)
         if value is None or value == "":
             continue
-        if key in ("text", "text_pair") and len(str(value)) > MAX_TEXT_IN_URL:
-            continue
         if key in ("text_pair",) and not st.session_state.get("use_pair"):
+            continue
+        if key in ("text", "text_pair") and len(str(value)) > MAX_TEXT_IN_URL:
+            out[TEXT_LEFT_OUT] = "1"
             continue
         if key == "custom_model" and st.session_state.get("model_choice") != "other":
             continue

@@ -53,6 +53,57 @@ def test_lens_reaches_entropy_and_rollout():
     assert za.shape == zb.shape and not np.allclose(za, zb, atol=1e-3)
 
 
+def test_views_of_summed_heads_name_them_so():
+    """ALTI has one map per layer: the heatmap's grid and token focus, the entropy page's picker, grid, bars and
+    table, the head roles' map and the rollout's fusion control say the heads are summed; none names a head 0."""
+    from attnviz.types import SUMMED
+    from attnviz.ui.heads import SUMMED as BOX
+    from tests.figures import app_figures
+
+    hm = open_page("app_pages/heatmap.py", text=TEXT, lens="ALTI")
+    grid = next(f for f in app_figures(hm) if f["data"][0]["type"] == "image")
+    assert grid["layout"]["xaxis"]["title"]["text"] == SUMMED and set(grid["layout"]["xaxis"]["ticktext"]) == {""}
+    assert all(t.startswith(f"layer {i}, {SUMMED}") for i, t in enumerate(grid["data"][1]["hovertext"]))
+    focus = _figure(hm, "what")
+    assert focus["layout"]["yaxis"]["ticktext"] == [SUMMED] and focus["data"][0]["hovertemplate"].startswith(SUMMED)
+    assert any("in this layer's one map (its heads summed)" in m.value for m in hm.markdown)
+    assert any("One thumbnail per layer" in m.value for m in hm.markdown)
+
+    en = open_page("app_pages/entropy.py", text=TEXT, lens="ALTI", layer=3, head=5)
+    box = en.selectbox(key="en_head_summed")
+    assert box.disabled and box.value == BOX
+    assert _figure(en, "per query token")["layout"]["title"]["text"].endswith(f"layer 3, {SUMMED}")
+    en_grid = _figure(en, "Mean")
+    assert en_grid["layout"]["xaxis"]["title"]["text"] == SUMMED and "per layer, heads summed" in en_grid["layout"]["title"]["text"]
+    assert set(en.dataframe[0].value["head"]) == {SUMMED} and len(en.dataframe[0].value) == 6
+    assert en.button(key="en_open").label == "Open this layer on the heatmap page"
+
+    hr = open_page("app_pages/head_roles.py", text=TEXT, lens="ALTI", hr_scope="the current sentence")
+    roles = _figure(hr, "Strongest role")
+    assert roles["layout"]["xaxis"]["title"]["text"] == SUMMED
+    assert all(f", {SUMMED}: " in t for t in roles["data"][1]["hovertext"])
+
+    ro = open_page("app_pages/rollout.py", text=TEXT, lens="ALTI", ro_fusion="max")
+    fusion = ro.selectbox(key="ro_fusion_summed")
+    assert fusion.disabled and fusion.value == SUMMED
+    assert ro.session_state["ro_fusion"] == "max"  # kept for the other lenses
+    raw = _figure(ro, "ALTI contributions, layer")
+    assert raw["data"][0]["colorbar"]["title"]["text"] == "ALTI contribution"
+    assert "ALTI contribution: " in raw["data"][0]["hovertemplate"]
+    assert "keeps at least w of itself" in " ".join(c.value for c in ro.caption)  # one map: nothing fused by max
+
+
+def test_rollout_names_the_lens_and_what_max_fusion_keeps():
+    vw = open_page("app_pages/rollout.py", text=TEXT, lens="value-weighted", ro_fusion="max")
+    raw = _figure(vw, "Value-weighted attention, layer")
+    assert raw["data"][0]["colorbar"]["title"]["text"] == "value-weighted share"
+    assert "(max of heads)" in raw["layout"]["title"]["text"]
+    captions = " ".join(c.value for c in vw.caption)
+    assert "can keep less than w" in captions and "keeps at least w" not in captions
+    vw.selectbox(key="ro_fusion").set_value("mean").run()
+    assert "keeps at least w of itself" in " ".join(c.value for c in vw.caption)
+
+
 def test_weights_only_pages_say_the_lens_does_not_apply():
     at = open_page("app_pages/query_key.py", text=TEXT, lens="ALTI")
     assert any("This page shows attention weights" in c.value for c in at.caption)
@@ -82,6 +133,14 @@ def test_contributions_page_numbers_come_from_the_model(minilm):
     assert metrics["weights"] == f"{means['weights']:.0%}"
     assert metrics["+ residual + LN"] == f"{means['+ residual + LayerNorm']:.0%}"
     assert means["weights"] > means["value-weighted"] > means["+ residual"]
+    # the head's strongest token: its weight, and the value-weighted share of it in points and as itself
+    from attnviz.contrib import summary
+
+    got = summary.received(ex.extract(minilm, TEXT).attention, c, 0, 0)
+    top = int(np.argmax(got["attention weight"]))
+    w, v = got["attention weight"][top], got["value-weighted share"][top]
+    (metric,) = [m for m in at.metric if m.label.startswith("Weight on")]
+    assert metric.value == f"{w:.1%}" and metric.delta == f"{100 * (v - w):+.1f} points: {v:.1%} value-weighted"
     # the toggle changes the average
     at.toggle(key="ct_words").set_value(False).run()
     metrics_all = {m.label: m.value for m in at.metric}

@@ -45,3 +45,31 @@ def test_logit_lens_names_the_dense_limit_and_the_models_longer_context(tmp_path
     assert "so it reads at most 512 tokens" in msg and "takes 4,096" in msg and "the last 690 were dropped" in msg
     assert "**Long inputs**" in msg
     assert at.get("plotly_chart")  # the lens of the first 512 tokens is still drawn
+
+
+def test_a_text_too_long_for_a_link_is_left_out_and_the_opened_link_says_so():
+    from urllib.parse import parse_qs, urlparse
+
+    from attnviz.ui.share import MAX_TEXT_IN_URL, TEXT_LEFT_OUT
+    from tests.app.apptest import share_links
+
+    text = "word " * (MAX_TEXT_IN_URL // 5 + 10)
+    at = open_page("app_pages/heatmap.py", text=text)
+    query = parse_qs(urlparse(share_links(at).split()[0]).query)
+    assert "text" not in query and query[TEXT_LEFT_OUT] == ["1"]
+    assert not at.toast
+    from streamlit.testing.v1 import AppTest
+
+    from tests.conftest import APP
+
+    opened = AppTest.from_file(APP, default_timeout=180)  # the link opened: its page is the first run
+    opened.query_params.update({k: v[0] for k, v in query.items()})
+    opened.switch_page("app_pages/heatmap.py")
+    opened.run()
+    assert not opened.exception and opened.title[0].value == "Attention heatmap"
+    (note,) = [t.value for t in opened.toast]
+    assert "longer than a link can hold (2,000 characters)" in note and "Paste the text into the sidebar" in note
+    short = open_page("app_pages/heatmap.py", text="A short sentence.")
+    assert TEXT_LEFT_OUT not in share_links(short)
+    opened.run()  # said once: the next run of the same visit does not repeat it
+    assert not opened.toast

@@ -89,6 +89,17 @@ def test_512_tokens_shows_only_the_top_keys(minilm):
     assert total < 400_000  # no megabytes per page
 
 
+def test_a_text_shorter_than_the_key_count_says_every_key_is_shown(result):
+    at = open_page(PAGE, text=TEXT)
+    n = result.seq_len
+    assert n < 24 == at.select_slider(key="qk_topk").value
+    assert decode(_figure(at, "Products q_d")["data"][0]["z"]).shape[0] == n
+    assert any(f"All **{n}** visible keys are shown: the text has fewer than 24." == c.value for c in at.caption)
+    at.select_slider(key="qk_topk").set_value(8).run()
+    assert not any("visible keys are shown" in c.value for c in at.caption)
+    assert any(f"8 of {n}" in c.value for c in at.caption)
+
+
 def test_t5_folder_gives_the_plain_message(tmp_path):
     """A tiny T5 (relative position bias) saved as a folder and opened through "Other"."""
     from tests.tiny_models import build

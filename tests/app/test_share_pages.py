@@ -7,7 +7,8 @@ from tests.conftest import APP
 CASES = [
     ("app_pages/rollout.py", {"ro_fusion": "max", "ro_residual": "0.2", "ro_layer": "2", "ro_target": "3"},
      {"ro_fusion": "max", "ro_residual": 0.2, "ro_layer": 2, "ro_target": 3}),
-    ("app_pages/entropy.py", {"en_unit": "nats", "en_special": "0"}, {"en_unit": "nats", "en_special": False}),
+    ("app_pages/entropy.py", {"en_unit": "nats", "en_special": "0", "en_layer": "1", "en_head": "8"},
+     {"en_unit": "nats", "en_special": False, "en_layer": 1, "en_head": 8}),
     ("app_pages/head_roles.py", {"hr_min": "0.7"}, {"hr_min": 0.7}),
     ("app_pages/complexity.py", {"cx_n": "4096", "cx_h": "16", "cx_d": "1024"}, {"cx_n": "4096", "cx_h": 16, "cx_d": 1024}),
     # widgets bound with Streamlit's own bind="query-params"

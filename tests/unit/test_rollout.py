@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from attnviz.errors import BadInput
-from attnviz.metrics.rollout import contributions, discard_lowest, fuse_heads, rollout
+from attnviz.metrics.rollout import contributions, discard_lowest, fuse_heads, mixing_matrices, rollout
 
 
 def _random_attention(rng, n_layers=3, n_heads=4, n=6):
@@ -109,3 +109,21 @@ def test_real_model_rollout(minilm):
     assert r.shape == (6, result.seq_len, result.seq_len)
     np.testing.assert_allclose(r.sum(axis=-1), 1.0, atol=1e-5)
     np.testing.assert_allclose(r[-1], _straightforward(result.attention, 0.5), atol=1e-4)
+
+
+def test_each_layer_keeps_w_of_a_token_unless_max_fusion_overfills_its_rows(minilm):
+    """What the rollout page says of M = (1 - w) F + w I, rows rescaled: with F's rows summing to at most 1 (mean or
+    min fusion, weights dropped) the rescaling can only raise the diagonal, so every token keeps at least w; max
+    fusion's rows sum to more than 1 and the rescaling takes some tokens below w."""
+    from attnviz.extract import extract
+
+    attention = extract(minilm, "The cat sat on the mat because it was tired.").attention
+    w = 0.65
+    for fusion in ("mean", "min"):
+        for discard in (0.0, 0.3):
+            m = mixing_matrices(fuse_heads(attention, fusion), residual=w, discard_ratio=discard)
+            assert np.diagonal(m, axis1=1, axis2=2).min() >= w - 1e-6, (fusion, discard)
+    fused = fuse_heads(attention, "max")
+    assert fused.sum(axis=-1).min() > 1.0
+    m = mixing_matrices(fused, residual=w)
+    assert np.diagonal(m, axis1=1, axis2=2).min() < w - 0.05
