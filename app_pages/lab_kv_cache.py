@@ -56,7 +56,11 @@ def lab() -> None:
             st.session_state["kv_step"] = n_steps
         st.session_state["_kv_step_max"] = n_steps
     keep_in_range("kv_step", 1, n_steps, n_steps)
-    step = st.slider("Generation step", 1, n_steps, key="kv_step")
+    if n_steps > 1:
+        step = st.slider("Generation step", 1, n_steps, key="kv_step")
+    else:  # nothing to slide over
+        step = 1
+        st.caption("One character is generated, so there is one step.")
     st_ = gen.steps[step - 1]
     before, after = st_.cache_before, st_.cache_tokens
     k0 = kv.keys_after_step(gen, step)[0]  # (tokens, d_head): KV head 1 of layer 1 after this step
@@ -141,10 +145,11 @@ def lab() -> None:
         st.warning(str(err))
         stop_page(PAGE)
     st.metric("KV cache", human_bytes(size), help=f"{size:,} bytes (1 MiB = 1024 × 1024 bytes)")
-    st.markdown(f"= 2 × {n_layers} × {n_kv} × {d_head} × {tokens:,} × {batch} × {per_value} = "
+    st.markdown(f"= 2 × {n_layers:,} × {n_kv:,} × {d_head:,} × {tokens:,} × {batch:,} × {per_value} = "
                 f"**{size:,} bytes**. " + (
-                    f"Counting all {shape.n_heads} query heads instead would give {human_bytes(wrong)}, "
-                    f"{shape.n_heads / max(n_kv, 1):.0f}× too much." if shape.n_heads != n_kv and n_kv else ""))
+                    f"Counting the preset's {shape.n_heads} query heads instead of the {n_kv} KV heads would give "
+                    f"{human_bytes(wrong)}, {shape.n_heads / n_kv:.3g}× too much." if 0 < n_kv < shape.n_heads and size
+                    else ""))
     grid = [256, 512, 1024, 2048, 4096, 8192]
     table = pd.DataFrame({"tokens": grid, "KV cache": [
         human_bytes(kv.kv_cache_bytes(n_layers, n_kv, d_head, t, batch, per_value)) for t in grid]})

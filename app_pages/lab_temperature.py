@@ -34,13 +34,24 @@ def lab() -> None:
     if st.session_state["temp_T"] not in GRID and 0 < st.session_state["temp_T"] < np.inf:  # a hand-edited link: nearest notch
         st.session_state["temp_T"] = min(GRID, key=lambda t: abs(np.log(t / st.session_state["temp_T"])))
     keep_choice("temp_T", GRID, 1.0)
+    try:  # a typed T puts the slider on its nearest notch, so the slider shows about the T the figures use
+        exact = lk.read_temperature(st.session_state.get("temp_typed") or "")[0]
+        st.session_state["temp_T"] = min(GRID, key=lambda t: abs(np.log(t / exact)))
+    except BadInput:  # nothing typed, or a T refused below
+        pass
+
+    def slider_moved() -> None:  # the last control touched wins: the slider's T replaces a typed one
+        st.session_state["temp_typed"] = ""
+
     c1, c2 = st.columns([3, 1])
     with c1:
-        st.select_slider("Temperature T (log scale)", options=GRID, key="temp_T",
-                         help="Drag left to sharpen, right to flatten. Arrow keys move one notch.")
+        st.select_slider("Temperature T (log scale)", options=GRID, key="temp_T", on_change=slider_moved,
+                         help="Drag left to sharpen, right to flatten. Arrow keys move one notch. Moving it clears "
+                              "a typed T.")
     with c2:
         typed = st.text_input("…or type T exactly", key="temp_typed", placeholder="e.g. 0.3",
-                              help="Overrides the slider while it holds a number.")
+                              help="A number here is used instead of the slider, which moves to its nearest notch; "
+                                   "moving the slider clears it.")
     T = st.session_state["temp_T"]
     if typed.strip():
         try:

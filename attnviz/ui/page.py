@@ -156,8 +156,11 @@ def part(body):
         if slot is not None:  # written on every run, so that its own reruns may fill it
             with slot:
                 st.session_state[HOLDER] = st.container()
+        if not full:
+            share.start_part()
         with st.container(key=PART_BOX), part_figures(name, full):
             body(*args, **kwargs)
         if not full:
+            share.run_completed()
             end()
     return run

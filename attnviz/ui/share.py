@@ -166,6 +166,15 @@ def start_run(page: str = "") -> None:
                   + ", ".join(dropped) + ".")
 
 
+def start_part() -> None:
+    """Called when a part of the page reruns alone (ui.page.part), where start_run is not: after a run that stopped
+    early, the page's keys whose widgets it left undrawn get their values back, and the browser is told them again."""
+    st.session_state[_RESEND] = bool(st.session_state.get(_STOPPED))
+    keys = [*page_keys(), *st.session_state.get(_HELD, ())]
+    _revive(keys)
+    _resend(keys)
+
+
 def stopped_early() -> None:
     """Called just before st.stop() (after it no state can be written): the next runs send their controls'
     values again, until one goes through to its end (one cut short by a rerun may not have drawn them)."""

@@ -85,6 +85,26 @@ def test_kv_cache_page_numbers_and_bad_prompt():
     assert "remove '#'" in at.warning[0].value
 
 
+def test_kv_cache_one_step_and_the_query_head_comparison_only_where_it_holds():
+    at = _open("lab_kv_cache")
+    at.number_input(key="kv_new").set_value(1).run()
+    assert not at.exception and not at.get("slider")
+    assert any(c.value == "One character is generated, so there is one step." for c in at.caption)
+    assert any("**Step 1** pushes" in m.value for m in at.markdown)
+    at.number_input(key="kv_new").set_value(3).run()
+    assert at.slider(key="kv_step").max == 3 and at.slider(key="kv_step").value == 3
+    name = at.selectbox(key="kv_preset").value
+    text = lambda: " ".join(m.value for m in at.markdown)
+    at.number_input(key=f"kv_kvh_{name}").set_value(2).run()  # 9 query heads over 2 KV heads
+    assert "Counting the preset's 9 query heads instead of the 2 KV heads would give 135 MiB, 4.5× too much" in text()
+    for key, value in ((f"kv_kvh_{name}", 12), (f"kv_kvh_{name}", 9)):  # more KV heads than query heads, or as many
+        at.number_input(key=key).set_value(value).run()
+        assert "query heads instead" not in text()
+    at.number_input(key=f"kv_kvh_{name}").set_value(3).run()
+    at.number_input(key=f"kv_layers_{name}").set_value(0).run()  # an empty cache: nothing to compare
+    assert at.metric[0].value == "0 B" and "query heads instead" not in text()
+
+
 def test_quiz_feedback():
     at = _open("lab_quiz")
     at.radio(key="quiz_sqrt_dk").set_value(1).run()

@@ -95,3 +95,57 @@ def test_grouped_bar_labels_do_not_touch_on_a_narrow_screen(browser, app_server)
                     assert r1 + 2 <= l2 or r2 + 2 <= l1, (boxes[a], boxes[b])
     finally:
         context.close()
+
+
+def _commit(page, box, value: str, key: str = "Enter") -> None:
+    box.scroll_into_view_if_needed()
+    box.fill(value)
+    box.press(key)
+    time.sleep(0.5)
+    wait_for_app(page)
+
+
+def test_variants_sentences_come_back_with_the_encoders_states(page, app_server):
+    """The lab's part stops at an empty encoder matrix and leaves the sentence boxes undrawn; when the matrix is
+    typed back, its own rerun gives those boxes their values again, so the boxes show what the figures use."""
+    page.goto(app_server.url + "/lab_variants")
+    wait_for_app(page)
+    source = page.get_by_role("textbox", name="Source sentence (encoder)")
+    _commit(page, source, "der Hund schläft")
+    states = page.get_by_role("textbox", name="Encoder states h (one source position per row)")
+    original = states.input_value()
+    _commit(page, states, "", "Control+Enter")
+    assert any("empty" in w.lower() for w in _visible_warnings(page)), _visible_warnings(page)
+    assert source.count() == 0  # the sentences' section is not drawn meanwhile
+    _commit(page, states, original, "Control+Enter")
+    assert source.input_value() == "der Hund schläft"
+    assert page.get_by_role("textbox", name="Target sentence (decoder)").input_value() == "the cat is sitting"
+    _commit(page, page.get_by_role("textbox", name="Target sentence (decoder)"), "the dog sleeps")
+    assert not any("space-separated tokens" in w for w in _visible_warnings(page)), _visible_warnings(page)
+    cross = wait_plot(page, title="Cross (target → source)")
+    ticks = page.evaluate("(i) => Array.from(document.querySelectorAll('.js-plotly-plot')[i]._fullLayout.xaxis.ticktext"
+                          " || [])", cross)
+    assert [t.split(":")[-1].strip() for t in ticks] == ["der", "Hund", "schläft"], ticks
+    assert page.locator('[data-testid="stException"]').count() == 0
+
+
+def test_temperature_the_control_touched_last_sets_t(page, app_server):
+    """A typed T puts the slider on its nearest notch; moving the slider then clears the typed T, and the figures
+    follow the slider."""
+    page.goto(app_server.url + "/lab_temperature")
+    wait_for_app(page)
+    slider = page.locator('.st-key-temp_T input[type="range"]')
+    _type_t(page, "0.37")
+    page.get_by_text("The worked example at T = 0.37").first.wait_for()
+    assert slider.get_attribute("aria-valuetext") == "0.4"  # the nearest notch: 0.32 < 0.37 < 0.4
+    slider.focus()
+    slider.press("ArrowRight")
+    time.sleep(0.5)
+    wait_for_app(page)
+    assert slider.get_attribute("aria-valuetext") == "0.5"
+    assert page.get_by_role("textbox", name="…or type T exactly").input_value() == ""
+    page.get_by_text("The worked example at T = 0.5").first.wait_for()
+    from attnviz.lab import worked_example as ex
+
+    z = np.asarray(plot_z(page, wait_plot(page, title="Weights at T = 0.5")), dtype=float)
+    np.testing.assert_allclose(z, _softmax_rows(ex.Q @ ex.K.T / (2 * 0.5)), atol=1e-4)  # √d_k = 2, T = 0.5
