@@ -49,7 +49,10 @@ if decks.deck_id():
     st.query_params["deck"] = decks.deck_id()  # this page's link brings the working copy back
 rev = decks.version(d)  # the editors below are new widgets whenever the deck changes
 title = st.text_input("Deck title", value=d.title, key=f"deck_title_{rev}")
-if title.strip() and title.strip() != d.title:
+if len(title.strip()) > dk.MAX_TITLE:
+    st.caption(f"A deck title keeps its first {dk.MAX_TITLE} characters: the rest of the {len(title.strip()):,} typed "
+               "was left out.")
+if title.strip() and title.strip()[:dk.MAX_TITLE] != d.title:
     d = dk.Deck(title.strip()[:dk.MAX_TITLE], d.slides)
     decks.set_current(d)
 if decks.where_kept():
@@ -65,8 +68,14 @@ st.subheader(decks.plural(len(d), "slide"))
 # numbered from 1, as the slides are everywhere else (the slide bar, Move, the presenter view)
 table = pd.DataFrame({"title": [s.title for s in d.slides], "page": [s.link for s in d.slides],
                       "notes": [s.notes for s in d.slides]}, index=pd.RangeIndex(1, len(d) + 1, name="slide"))
-edited = st.data_editor(table, key=f"deck_editor_{rev}", num_rows="delete", hide_index=False, width="stretch",
-                        column_config={"page": st.column_config.TextColumn("view (link)", disabled=True),
+refused = st.session_state.pop("_deck_refused", None)  # an edit refused last run: the table shows the deck again
+if refused:
+    st.warning(refused)
+# a refused edit makes the table a new one (its count in the key), so that it shows the deck, not the refused text
+redraws = st.session_state.get("_deck_editor_redraws", 0)
+edited = st.data_editor(table, key=f"deck_editor_{rev}_{redraws}", num_rows="delete", hide_index=False,
+                        width="stretch", column_order=("title", "notes", "page"),
+                        column_config={"page": st.column_config.TextColumn("view (link)", disabled=True, width="medium"),
                                        "notes": st.column_config.TextColumn("speaker notes", width="large")})
 if len(edited) != len(d.slides) or not edited[["title", "notes"]].equals(table[["title", "notes"]]):
     try:
@@ -75,9 +84,10 @@ if len(edited) != len(d.slides) or not edited[["title", "notes"]].equals(table[[
         for pos, i in enumerate(kept):
             new = dk.edit(new, pos, title=str(edited.at[i, "title"] or ""), notes=str(edited.at[i, "notes"] or ""))
         decks.set_current(new)
-        st.rerun()
     except AttnvizError as e:
-        st.warning(str(e))
+        st.session_state["_deck_refused"] = f"{e} The slide keeps what it had."
+        st.session_state["_deck_editor_redraws"] = redraws + 1
+    st.rerun()
 
 
 def _move(src_key: str) -> None:

@@ -25,6 +25,9 @@ A decoder in a batch needs both: a key is visible only if it is in the past **an
 """)
 
 
+NUMBERS_UP_TO = 6  # the longest padded length whose scores and weights are printed in their cells
+
+
 @part
 def lab() -> None:
     """Everything below the header reruns alone when one of its controls changes."""
@@ -56,13 +59,17 @@ def lab() -> None:
     with a:
         show_figure(matrix_heatmap(b.mask[seq].astype(float), labels, labels, title="Mask (1 = may attend)",
                                    colorscale="Greys", zmin=0, zmax=1.6, digits=0), key="masks_fig_mask", toolbar=False)
+    numbers = n <= NUMBERS_UP_TO  # three figures side by side: wider inputs leave no room for a number in a cell
     with m:
         show_figure(matrix_heatmap(b.masked_scores[seq], labels, labels, title="Scores after masking",
-                                   colorscale="Greys", digits=2), key="masks_fig_scores", toolbar=False)
+                                   colorscale="Greys", digits=2, show_text=numbers), key="masks_fig_scores", toolbar=False)
     with w:
         show_figure(matrix_heatmap(b.weights[seq], labels, labels, title="Weights (rows sum to 1 or 0)",
-                                   zmin=0, zmax=1, digits=3), key="masks_fig_weights", toolbar=False)
-    st.caption("Scores are random but fixed (a seeded example); blank cells are −∞. Rows are queries, columns keys.")
+                                   zmin=0, zmax=1, digits=3, show_text=numbers), key="masks_fig_weights", toolbar=False)
+    st.caption("Scores are random but fixed (a seeded example); a masked score is −∞, drawn as a blank cell"
+               + (" and printed -inf." if numbers else f". Hover a cell for its number: they are printed up to a padded "
+                                                      f"length of {NUMBERS_UP_TO}.")
+               + " Rows are queries, columns keys.")
 
     empty = [(s_, i) for s_, i in b.fully_masked_rows if s_ == seq]
     if empty:

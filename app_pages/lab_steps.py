@@ -90,9 +90,9 @@ def lab() -> None:
     sc = s.scaled[row]
     e = np.exp(sc - sc.max())
     table = pd.DataFrame({
-        "key": ks, "scaled score": [format_number(x) for x in sc],
-        "exp(score − max)": [format_number(x) for x in e],
-        "weight = exp / sum": [format_number(x) for x in s.weights[row]],
+        "key": ks, "scaled score": [f"{x:.4f}" for x in sc],
+        "exp(score − max)": [f"{x:.4f}" for x in e],
+        "weight = exp / sum": [f"{x:.4f}" for x in s.weights[row]],
         "weight × value row": ["[" + ", ".join(format_number(w * x) for x in v[j]) + "]" for j, w in enumerate(s.weights[row])],
     })
     st.table(table.set_index("key"))

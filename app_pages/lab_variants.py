@@ -55,7 +55,7 @@ def lab() -> None:
                 st.warning(str(e))
                 w = None
             if w is not None:
-                show_figure(figure(matrix_heatmap, w, tgt, src, title=va.LABELS[variant].split(":")[0], zmin=0, zmax=1, digits=3),
+                show_figure(figure(matrix_heatmap, w, tgt, src, title=va.LABELS[variant].split(":")[0], zmin=0, zmax=1, digits=2),
                             key=f"var_fig_{variant}", toolbar=False)
                 st.caption(va.LABELS[variant].split(": ")[1])
         rows.append({"score": va.LABELS[variant], "learned parameters": va.n_params(variant, d_s, d_h, int(d_a)),

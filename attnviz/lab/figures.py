@@ -57,11 +57,12 @@ def matrix_heatmap(m: np.ndarray, rows: Sequence[str] | None = None, cols: Seque
             textfont={"size": FONT if max(n_r, n_c) <= 6 else FONT - 3, "color": ink}, hoverinfo="skip",
             showlegend=False, name="cell values"))
     return built(
-        traces, title={"text": title, "font": {"size": FONT + 1}}, height=height or max(190, 110 + 46 * n_r),
+        traces, title={"text": title, "font": {"size": FONT + 1}, "automargin": True, "yref": "container"},
+        height=height or max(190, 110 + 46 * n_r),
         margin={"l": 10, "r": 10, "t": (50 if max(len(c) for c in cols) <= 6 else 75) if title else 30, "b": 10}, font={"size": FONT - 2},
         # fixed ranges: the cells exactly, whatever the text layer's points would add to an automatic range
         xaxis={"tickvals": list(range(n_c)), "ticktext": cols, "side": "top", "title": col_title, "showgrid": False,
-               "range": [-0.5, n_c - 0.5], "zeroline": False},
+               "range": [-0.5, n_c - 0.5], "zeroline": False, "automargin": True},
         yaxis={"tickvals": list(range(n_r)), "ticktext": rows, "range": [n_r - 0.5, -0.5], "title": row_title,
                "showgrid": False, "zeroline": False},
         plot_bgcolor=PLOT_BG)

@@ -8,6 +8,7 @@ import numpy as np
 from attnviz.errors import BadInput
 
 MAX_SIDE = 32  # largest number of rows or columns the lab accepts: beyond this nothing is readable
+MAX_ENTRY = 1000  # largest size of an entry: the scores stay finite and their exponentials and cells readable
 
 _SPLIT = re.compile(r"[,\s;]+")
 
@@ -17,7 +18,7 @@ def parse_matrix(text: str, name: str = "The matrix", max_side: int = MAX_SIDE) 
     brackets are ignored, so '[[1, 0], [0, 1]]' also works.
 
     Raises BadInput naming the row and entry for a non-number, a ragged row, an empty
-    matrix, nan/inf, or more than max_side rows or columns.
+    matrix, nan/inf, an entry larger than MAX_ENTRY either way, or more than max_side rows or columns.
     """
     text = (text or "").replace("],", "]\n")
     lines = [ln.strip().strip("[]").strip() for ln in text.splitlines()]
@@ -34,6 +35,10 @@ def parse_matrix(text: str, name: str = "The matrix", max_side: int = MAX_SIDE) 
                 raise BadInput(f"{name}, row {r}, entry {c}: '{token}' is not a number.") from None
             if not np.isfinite(value):
                 raise BadInput(f"{name}, row {r}, entry {c}: '{token}' is not a finite number.")
+            if abs(value) > MAX_ENTRY:
+                raise BadInput(f"{name}, row {r}, entry {c}: {token} is larger than the lab takes (at most "
+                               f"{MAX_ENTRY:,} either way): its scores would overflow to infinity or fill their "
+                               "cells with digits.")
             row.append(value)
         if rows and len(row) != len(rows[0]):
             raise BadInput(f"{name} is ragged: row {r} has {_count(len(row))} but row 1 has "

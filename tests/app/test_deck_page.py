@@ -234,3 +234,14 @@ def test_a_cache_folder_that_refuses_the_working_copy_keeps_the_deck_in_memory(t
     key = at.session_state["deck_live"]
     slide = _open_slide("app_pages/lab_variants.py", _slide_query(key, at.session_state["deck"], 0))
     assert any("1 / 16" in m.value for m in slide.markdown)  # presented from this server's memory
+
+
+def test_a_deck_title_longer_than_kept_says_what_was_left_out():
+    d = dk.add(dk.Deck("Short"), dk.slide_from_link("/entropy", "Only"))
+    at = open_page("app_pages/deck.py", query={"deck": decks.start(d)})
+    box = next(t for t in at.text_input if t.key.startswith("deck_title_"))
+    box.set_value("T" * 250).run()
+    assert not at.exception
+    assert decks.current().title == "T" * dk.MAX_TITLE
+    assert any(c.value == "A deck title keeps its first 200 characters: the rest of the 250 typed was left out."
+               for c in at.caption), [c.value for c in at.caption]

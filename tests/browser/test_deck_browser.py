@@ -224,3 +224,30 @@ def test_move_shows_the_moved_slide_and_the_table_counts_from_one(page, app_serv
     assert rows[0][:2] == ["slide", "title"]
     assert rows[1][:2] == ["1", "One row of attention inside a real BERT"] and rows[2][:2] == [
         "2", "The bottleneck, and Bahdanau and Luong scores"]
+
+
+def test_a_refused_title_edit_in_the_table_shows_the_slide_as_it_is(page, app_server):
+    """Typing a 400-character title into the slide table is refused with a sentence, and the table then shows the
+    title the slide kept, not the refused text; the speaker notes come before the long links."""
+    _open_shipped(page, app_server)
+    rows = lambda: page.evaluate("""() => [...document.querySelectorAll('[data-testid="stDataFrame"] [role="row"]')]
+        .slice(0, 2).map(r => [...r.querySelectorAll('[role="gridcell"], [role="columnheader"], [role="rowheader"], td, th')]
+        .map(c => c.textContent))""")
+    header, first = rows()
+    assert header[:4] == ["slide", "title", "speaker notes", "view (link)"], header
+    kept = first[1]
+    grid = page.locator('[data-testid="stDataFrame"]').first
+    box = grid.bounding_box()
+    x, y = box["x"] + 120, box["y"] + 35 + 17  # the first row's title cell: right of the slide numbers, under the header
+    page.mouse.dblclick(x, y)
+    editor = page.locator("textarea.gdg-input, .gdg-growing-entry textarea, [data-testid='data-grid-overlay-editor'] textarea").first
+    editor.wait_for(timeout=10_000)
+    editor.fill("x" * 400)
+    editor.press("Enter")
+    time.sleep(0.5)
+    wait_for_app(page)
+    alerts = page.locator('[data-testid="stAlert"]')
+    said = [alerts.nth(i).inner_text() for i in range(alerts.count())]
+    assert any("400 characters long; at most 200 fit on a slide. The slide keeps what it had." in a for a in said), said
+    assert rows()[1][1] == kept
+    assert not exception_texts(page)

@@ -28,6 +28,21 @@ def test_read_temperature_refuses_with_a_sentence(typed, fragment):
     assert len(str(e.value)) < 300  # a 5,000-character paste is not echoed back whole
 
 
+def test_a_matrix_entry_too_large_for_finite_scores_is_refused_by_name():
+    """The steps lab's Q of 1e308 made its scores inf and its weights nan, and 1e200 filled the cells with 200
+    digits: an entry beyond MAX_ENTRY either way is refused, naming where it is; MAX_ENTRY itself is kept."""
+    from attnviz.lab.matrix_text import MAX_ENTRY, parse_matrix
+    from attnviz.attention import attention_steps
+
+    for bad in ("1e308", "-1e200", "1000.5"):
+        with pytest.raises(BadInput, match=r"Q, row 2, entry 3: .* larger than the lab takes \(at most 1,000"):
+            parse_matrix(f"1 0 0 0\n0 0 {bad} 0", "Q")
+    q = parse_matrix(f"{MAX_ENTRY} {MAX_ENTRY} {MAX_ENTRY} {MAX_ENTRY}\n0 0 0 0", "Q")
+    s = attention_steps(q, np.full((32, 4), -float(MAX_ENTRY)), np.ones((32, 4)))
+    assert np.isfinite(s.scores).all() and np.isfinite(s.weights).all()
+    np.testing.assert_allclose(s.weights.sum(axis=1), 1.0)
+
+
 # ------------------------------------------------------------------------------ KV cache
 def test_kv_cache_step_appends_the_newest_tokens_key():
     """Step t's cache: `cache_before` keys, then one new column, the key of the newest token of
