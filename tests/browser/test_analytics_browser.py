@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from tests.browser.helpers import choose, click_marker, open_path, plot_z, wait_plot
+from tests.browser.helpers import choose, click_marker, open_path, plot_z, url_params, wait_plot
 from tests.conftest import wait_for_app
 
 pytestmark = pytest.mark.browser
@@ -22,6 +22,36 @@ def test_clicking_an_entropy_cell_opens_that_head(page, app_server):
     click_marker(page, i, 7, 3)
     page.wait_for_url(re.compile(r"/heatmap"), timeout=60_000)
     page.wait_for_selector("text=Layer 3, head 7", timeout=60_000)
+
+
+def test_the_entropy_grid_frames_the_picked_head_and_the_link_keeps_it(page, app_server):
+    _open(page, app_server, "/entropy")
+    choose(page, "Layer", "2")
+    choose(page, "Head", "5")
+    wait_plot(page, title="layer 2, head 5")
+    assert (url_params(page)["en_layer"], url_params(page)["en_head"]) == ("2", "5")
+    frame = lambda: page.evaluate("""(i) => { const s = document.querySelectorAll('.js-plotly-plot')[i]._fullLayout.shapes[0];
+        return [s.x0, s.y0]; }""", wait_plot(page, title="Mean normalised entropy"))
+    assert frame() == [4.5, 1.5]
+    page.reload()
+    wait_for_app(page)
+    wait_plot(page, title="layer 2, head 5")
+    assert frame() == [4.5, 1.5]
+    assert page.get_by_role("combobox", name="Head", exact=True).first.input_value() == "5"
+
+
+def test_rollout_fusion_under_alti_says_heads_summed_and_keeps_the_choice(page, app_server):
+    _open(page, app_server, "/rollout?ro_fusion=max&lens=ALTI")
+    box = page.get_by_role("combobox", name="Head fusion", exact=True).first
+    assert box.is_disabled() and box.input_value() == "heads summed"
+    wait_plot(page, title="ALTI contributions, layer")
+    page.locator('[data-testid="stSidebar"]').get_by_text("attention weights", exact=True).click()
+    time.sleep(0.5)
+    wait_for_app(page)
+    box = page.get_by_role("combobox", name="Head fusion", exact=True).first
+    assert box.is_enabled() and box.input_value() == "max"
+    wait_plot(page, title="(max of heads)")
+    assert url_params(page)["ro_fusion"] == "max"
 
 
 def test_clicking_a_role_cell_opens_that_head(page, app_server):

@@ -38,3 +38,18 @@ def test_training_link_opens_its_step(page, app_server):
     wait_for_app(page)
     assert url_params(page)["tr_frame"] == "11"
     assert slider.get_attribute("aria-valuetext") == "step 33"
+
+
+def test_a_text_too_long_for_the_link_is_marked_and_the_opened_link_says_so(page, app_server):
+    """A sidebar text over 2,000 characters stays out of the URL, which says it was left out; opening that URL
+    shows the default text with a note saying why."""
+    from tests.browser.helpers import set_sidebar_text
+
+    open_path(page, app_server, "/heatmap")
+    set_sidebar_text(page, "word " * 450)
+    params = url_params(page)
+    assert "text" not in params and params.get("long_text") == "1", params
+    page.goto(page.url)  # the link opened anew: a new session
+    wait_for_app(page)
+    page.get_by_text("longer than a link can hold (2,000 characters)").first.wait_for(timeout=30_000)
+    assert page.locator('[data-testid="stSidebar"] textarea').first.input_value() != "word " * 450
