@@ -92,7 +92,7 @@ def heads_view() -> None:
     # --- every head -------------------------------------------------------------------------
     layer, head = head_picker(n_layers, n_heads, "hm", columns=st.columns([1, 1, 4])[:2] if presenting() else None,
                               heads_summed=result.heads_summed)
-    st.subheader("Every head")
+    st.subheader("Every layer, its heads summed" if result.heads_summed else "Every head")
     grid_col, grid_text = st.columns([3, 1])
     with grid_text:
         st.markdown(

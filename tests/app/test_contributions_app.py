@@ -68,6 +68,7 @@ def test_views_of_summed_heads_name_them_so():
     assert focus["layout"]["yaxis"]["ticktext"] == [SUMMED] and focus["data"][0]["hovertemplate"].startswith(SUMMED)
     assert any("in this layer's one map (its heads summed)" in m.value for m in hm.markdown)
     assert any("One thumbnail per layer" in m.value for m in hm.markdown)
+    assert "Every layer, its heads summed" in [h.value for h in hm.subheader]
 
     en = open_page("app_pages/entropy.py", text=TEXT, lens="ALTI", layer=3, head=5)
     box = en.selectbox(key="en_head_summed")
