@@ -25,7 +25,7 @@ page_intro("Compare attention",
 
 result_a, request_a = aw.hf_inputs("Comparing")
 key_a = request_a.model
-bind({"cmp_mode": str, "cmp_text_b": str})
+bind({"cmp_mode": str, "cmp_text_b": str, "cmp_layer": int, "cmp_head": int})
 hold("cmp_model_pick", "cmp_model_b")
 SHORT_TEXT = 300  # longer sidebar texts are shown cut, with their token count
 mode = st.radio("Compare", ["Two sentences", "Two models"], horizontal=True, key="cmp_mode")

@@ -31,6 +31,12 @@ try:
 except AttnvizError as err:  # an empty or unusable prompt: a sentence, never a traceback
     st.warning(str(err))
     stop_page()
+if e.truncation.truncated:
+    t = e.truncation
+    context = loaded.facts.max_positions
+    st.info(f"The text is {t.n_tokens_requested:,} tokens long; the prompt is its first {t.max_tokens:,} (the last "
+            f"{t.n_dropped:,} were dropped): " + ("the model's whole context." if context and context <= t.max_tokens
+                                                 else "the most this page records every step's attention over."))
 if request.pair:
     st.caption("The second sentence (B) is not used: the model continues one text.")
 ids = [int(i) for i in e.ids]

@@ -96,7 +96,8 @@ def lens_heatmap(lens: LogitLens, start: int | None = None, width: int = DEFAULT
                      texttemplate="%{text}", textfont=dict(size=10))
     fig = go.Figure(go.Heatmap(**trace))
     fig.update_layout(
-        title=f"Top-1 next-token guess of every layer · positions {start}–{stop - 1} of {lens.seq_len}",
+        title=f"Top-1 next-token guess of every layer · "
+              + (f"positions {start}–{stop - 1} of {lens.seq_len}" if stop - start > 1 else f"position {start} of {lens.seq_len}"),
         height=max(320, ROW_PX * n_states + 170), margin=dict(l=70, r=20, t=50, b=90),
         xaxis=dict(title="input token (each cell guesses the token after it)", tickmode="array",
                    tickvals=pos.tolist(), ticktext=[str(lens.tokens[i]) for i in pos],
@@ -135,8 +136,9 @@ def position_lines(lens: LogitLens, position: int, log: bool = False) -> go.Figu
                              hovertemplate="layer %{x}: KL = %{y:.4g} nats<extra></extra>"), 2, 1)
     fig.update_layout(
         title=f"Position {i}: {_quote(lens.tokens[i])}, layer by layer",
-        height=480, margin=dict(l=70, r=20, t=80, b=60), hovermode="x unified",
-        legend=dict(orientation="h", yanchor="bottom", y=1.03, xanchor="left", x=0),
+        # the legend under the axes: long token names wrap it onto more rows, which above would cover the title
+        height=520, margin=dict(l=70, r=20, t=50, b=120), hovermode="x unified",
+        legend=dict(orientation="h", yanchor="top", y=-0.2, xanchor="left", x=0),
     )
     fig.update_yaxes(title_text="probability (log)" if log else "probability", row=1, col=1,
                      **(dict(type="log") if log else dict(range=[0, 1.02])))

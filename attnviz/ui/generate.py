@@ -12,7 +12,7 @@ from attnviz.generate.run import Generation, check_model, memory_estimate, plan
 from attnviz.generate.sampling import Sampling
 from attnviz.types import LoadedModel, Request
 from attnviz.ui import jobs
-from attnviz.ui.numbers import number_box
+from attnviz.ui.numbers import number_box, slider_box
 from attnviz.ui.page import stop as stop_page
 from attnviz.units import human_bytes
 
@@ -54,20 +54,20 @@ def settings(room: int) -> Sampling:
         if key not in st.session_state:
             st.session_state[key] = value
     limit = max(1, min(MAX_NEW, room))
-    if not isinstance(st.session_state.get(NEW), int) or not 1 <= st.session_state[NEW] <= limit:
-        st.session_state[NEW] = min(32, limit)
+    if not isinstance(st.session_state.get(NEW), (int, float)) or isinstance(st.session_state[NEW], bool):
+        st.session_state[NEW] = min(32, limit)  # out of range it is brought in by its box, which says so
     c = st.columns([1.3, 1, 1, 1, 1, 1])
     mode = c[0].segmented_control("Decoding", MODES, key=MODE,
                                   help="Greedy writes the most likely token every step; Sample draws it from the "
                                        "distribution after temperature, top-k and top-p.") or "Greedy"
     sample = mode == "Sample"
-    temp = c[1].slider("Temperature", 0.0, 2.0, step=0.05, key=TEMP, disabled=not sample,
-                       help="Logits are divided by it: below 1 sharpens the distribution, above 1 flattens it; "
-                            "0 is greedy.")
+    temp = slider_box(c[1], "Temperature", 0.0, 2.0, DEFAULTS[TEMP], step=0.05, key=TEMP, disabled=not sample,
+                      help="Logits are divided by it: below 1 sharpens the distribution, above 1 flattens it; "
+                           "0 is greedy.")
     top_k = number_box(c[2], "Top-k", 0, 1000, step=1, key=TOP_K, disabled=not sample,
                        help="Keep only the k most likely tokens (0 keeps all).")
-    top_p = c[3].slider("Top-p", 0.0, 1.0, step=0.01, key=TOP_P, disabled=not sample,
-                        help="Keep the fewest most likely tokens whose probabilities reach p (1 keeps all).")
+    top_p = slider_box(c[3], "Top-p", 0.0, 1.0, DEFAULTS[TOP_P], step=0.01, key=TOP_P, disabled=not sample,
+                       help="Keep the fewest most likely tokens whose probabilities reach p (1 keeps all).")
     seed = number_box(c[4], "Seed", 0, 2 ** 31 - 1, step=1, key=SEED, disabled=not sample,
                       help="The same seed draws the same tokens again.")
     new = number_box(c[5], "Max new tokens", 1, limit, step=1, key=NEW,

@@ -78,7 +78,7 @@ def window_start(n: int, width: int = DEFAULT_WINDOW, container=None) -> tuple[i
     """(start, stop) of the positions shown: a slider over the start when the input is longer than
     `width` (default, and after the text changes: the last `width` positions)."""
     if n <= width:
-        (container or st).caption(f"All {count_text(n)} positions are shown.")
+        (container or st).caption("The one position is shown." if n == 1 else f"All {count_text(n)} positions are shown.")
         return 0, n
     top = n - width
     value = st.session_state.get(START)

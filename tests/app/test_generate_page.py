@@ -170,3 +170,35 @@ def test_written_tokens_that_repeat_get_distinct_pills():
     shown = pill_labels(["the", "cat", "the", "", "the"])
     assert len(set(shown)) == 5
     assert [s.replace("\u200b", "") for s in shown] == ["the", "cat", "the", "∅", "the"]
+
+
+def test_a_link_with_settings_out_of_range_keeps_the_model_and_text_and_says_what_was_set(llama_folder):
+    """A temperature of 9 (the slider takes 0 to 2) and 99,999 new tokens in a link: each is set to its bound with a
+    sentence under its control; the link's model and text stay (a refused slider value used to drop the whole
+    link)."""
+    from streamlit.testing.v1 import AppTest
+
+    from tests.conftest import APP
+
+    folder, _, _ = llama_folder
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.query_params.update({"model_choice": "other", "custom_model": folder, "text": TEXT, "gen_temp": "9",
+                            "gen_topp": "-1", "gen_new": "99999"})
+    at.switch_page(PAGE).run()
+    assert not at.exception, at.exception
+    assert (at.session_state["model_choice"], at.session_state["custom_model"], at.session_state["text"]) == (
+        "other", folder, TEXT)
+    said = [w.value for w in at.warning]
+    assert "“Temperature” takes values from 0 to 2: 9 was set to 2, and the page shows results for 2." in said, said
+    assert "“Top-p” takes values from 0 to 1: -1 was set to 0, and the page shows results for 0." in said, said
+    new = at.number_input(key="gen_new")
+    assert any(w.startswith(f"“Max new tokens” takes values from 1 to {new.value:,}: 99,999 was set to") for w in said)
+    assert at.slider(key="gen_temp").value == 2.0 and at.slider(key="gen_topp").value == 0.0
+
+
+def test_a_prompt_longer_than_the_page_records_says_where_it_was_cut(llama_folder):
+    folder, _, _ = llama_folder
+    at = open_page(PAGE, text="the cat " * 400, model_choice="other", custom_model=folder)
+    (note,) = [i.value for i in at.info if "tokens long" in i.value]
+    assert note.startswith("The text is 802 tokens long; the prompt is its first 64 (the last 738 were dropped): "
+                           "the model's whole context.")  # the tiny Llama's context is 64 positions

@@ -97,3 +97,11 @@ def test_trained_toy_model_gets_a_plain_message():
     at = open_page(PAGE, training_result=load(recorded_runs()["reverse"]).result(-1), model_choice="trained")
     assert any("needs a HuggingFace model" in i.value for i in at.info)
     assert not at.get("plotly_chart")
+
+
+@needs_smollm2
+def test_a_one_token_text_is_one_position():
+    at = open_page(PAGE, model_choice="smollm2", text="Hi")
+    assert "The one position is shown." in [c.value for c in at.caption]
+    title = _specs(at)[0]["layout"]["title"]["text"]
+    assert title.endswith("· position 0 of 1"), title

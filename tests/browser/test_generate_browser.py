@@ -82,3 +82,17 @@ def test_generate_click_a_token_scrub_and_sample(page, app_server):
     for a, b in zip(sampled[0], sampled[1]):
         assert abs(a - b) < 1e-5  # temperature 1, no top-k / top-p: after = before
     assert not exception_texts(page)
+
+
+@pytest.mark.skipif(not _smollm2_installed(), reason=SMOLLM2)
+def test_a_link_with_a_temperature_out_of_range_keeps_its_model_and_text(page, app_server):
+    from urllib.parse import urlencode
+
+    page.goto(app_server.url + "/generate?" + urlencode({"model_choice": "smollm2", "text": PROMPT, "gen_temp": 9}))
+    page.wait_for_selector("text=Model and text", timeout=120_000)
+    wait_for_app(page, 300)
+    page.get_by_text("“Temperature” takes values from 0 to 2: 9 was set to 2").first.wait_for(timeout=60_000)
+    params = url_params(page)
+    assert (params["model_choice"], params["text"], params["gen_temp"]) == ("smollm2", PROMPT, "2.0"), params
+    assert page.locator('.st-key-gen_temp input[type="range"]').first.get_attribute("aria-valuetext") == "2.00"
+    assert page.locator('[data-testid="stException"]').count() == 0
