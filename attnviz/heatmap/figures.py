@@ -44,7 +44,7 @@ def heatmap_figure(values: np.ndarray, row_tokens, col_tokens, *, rows=None, col
         future = cols[None, :] > rows[:, None]  # (query, key): the model cannot see these keys
         z = np.where(future, np.nan, values).astype(np.float32)
     trace = dict(z=z, x=col_labels, y=row_labels, zmin=zmin, zmax=zmax, hoverongaps=False,
-                 colorscale=colorscale, colorbar=dict(title=dict(text=colorbar_title, side="right"), **NO_SI), xgap=0, ygap=0,
+                 colorscale=colorscale, colorbar=dict(title=colorbar_title, **NO_SI), xgap=0, ygap=0,
                  hovertemplate=f"query %{{y}}<br>key %{{x}}<br>{colorbar_title} %{{z:{WEIGHT_FORMAT}}}<extra></extra>")
     if log_top is not None:
         trace["showscale"] = False
@@ -104,7 +104,7 @@ def focus_figure(layer_attention: np.ndarray, token: int, tokens, *, direction: 
     labels = [f"{int(i)}: {tokens[int(i)]}" for i in positions]
     ticks = token_ticks([tokens[int(i)] for i in positions])
     fig = go.Figure(go.Heatmap(z=values, x=labels, y=np.arange(n_heads), colorscale=colorscale,
-                               zmin=0, hovertemplate=hover, colorbar=dict(title=dict(text=what_shown, side="right"), **NO_SI)), layout=dict(
+                               zmin=0, hovertemplate=hover, colorbar=dict(title=what_shown, **NO_SI)), layout=dict(
         title=heading, height=int(max(260, 26 * n_heads + 140)), margin=dict(l=10, r=10, t=40, b=10),
         xaxis=dict(title="key" if direction == "out" else "query", tickangle=-60, automargin=True, **NO_SI,
                    type="category", tickmode="array", tickvals=[labels[i] for i in ticks["tickvals"]],
