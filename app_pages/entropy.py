@@ -49,7 +49,8 @@ means = head_mean(per_row, valid)
 label = "normalised entropy" if unit.startswith("normalised") else "entropy (nats)"
 zmax = 1.0 if unit.startswith("normalised") else float(np.log(result.seq_len)) or 1.0
 
-grid = st.container()  # drawn once the picker below has said which head it shows: the grid frames that head
+grid = st.container()  # above the picker: the grid is the same figure whichever head the bars show, so a head
+# picked below neither rebuilds nor re-sends it (it frames no head: the bars' title names theirs)
 left, right = st.columns([1, 2])
 with left:
     st.markdown(f"**All {'layers' if summed else 'heads'}, sortable** (click a column header)")
@@ -75,8 +76,8 @@ with right:
 with grid:
     fig = head_grid(means, title=f"Mean {label} per {'layer, heads summed' if summed else 'head'} · "
                                  f"{count_text(result.seq_len)} tokens", colorbar=label, zmin=0.0, zmax=zmax,
-                    colorscale="Viridis", ablated=ablated, selected=(sel_layer, sel_head), summed=summed)
-    st.caption("Dark = focused, bright = broad. The white frame marks the " + ("layer" if summed else "head")
-               + " shown below; click a cell to open it on the heatmap page."
+                    colorscale="Viridis", ablated=ablated, summed=summed)
+    st.caption("Dark = focused, bright = broad. Click a cell to open that " + ("layer" if summed else "head")
+               + " on the heatmap page; pick one below to see its rows."
                + (" Red crosses mark ablated heads (their own weights are unchanged by ablation)." if ablated else ""))
     aw.clickable_head_grid(fig, "en_grid")
