@@ -102,6 +102,11 @@ class Truncation:
 SUMMED = "heads summed"  # what a view calls a layer's one map when its heads are summed (ALTI)
 
 
+def head_name(head: int, summed: bool) -> str:
+    """What a view calls head `head`: "head 3", or the one map of a layer whose heads are summed."""
+    return SUMMED if summed else f"head {head}"
+
+
 @dataclass(frozen=True)
 class AttentionResult(LayerHeadShape):
     """Attention of one model on one input.
@@ -160,7 +165,7 @@ class AttentionResult(LayerHeadShape):
 
     def head_name(self, head: int) -> str:
         """What a view calls head `head` of this result: "head 3", or "heads summed"."""
-        return SUMMED if self.heads_summed else f"head {head}"
+        return head_name(head, self.heads_summed)
 
     @property
     def stacks(self) -> tuple[str, ...]:

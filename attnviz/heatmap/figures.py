@@ -8,9 +8,8 @@ import numpy as np
 import plotly.graph_objects as go
 
 from attnviz.heatmap.raster import GridLayout, grid_csv
-from attnviz.metrics.figures import head_name
 from attnviz.plotting import NO_SI, WEIGHT_FORMAT, attach_numbers, log_colorbar_trace, log_colorscale, matrix_csv, token_ticks
-from attnviz.types import SUMMED
+from attnviz.types import SUMMED, head_name
 
 
 def heatmap_figure(values: np.ndarray, row_tokens, col_tokens, *, rows=None, cols=None,

@@ -5,7 +5,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from attnviz.plotting import attach_numbers, built, matrix_csv
-from attnviz.types import SUMMED
+from attnviz.types import SUMMED, head_name
 from attnviz.units import count_text
 
 # Largest matrix side sent as is; longer inputs are block-averaged down to at most this.
@@ -23,11 +23,6 @@ def _ticks(labels, positions=None, max_ticks: int = MAX_TICKS):
     step = max(1, int(np.ceil(n / max_ticks)))
     idx = np.arange(0, n, step)
     return positions[idx].tolist(), [str(labels[i]) for i in idx]
-
-
-def head_name(head: int, summed: bool) -> str:
-    """A head's name on a layers x heads map: "head 3", or the one column of a map whose heads are summed."""
-    return SUMMED if summed else f"head {head}"
 
 
 def head_axis(n_heads: int, summed: bool) -> dict:
