@@ -8,6 +8,7 @@ from attnviz.errors import AttnvizError
 from attnviz.logit_lens.figures import DEFAULT_WINDOW, window
 from attnviz.types import Request
 from attnviz.ui.page import stop as stop_page
+from attnviz.ui.share import forget
 from attnviz.units import count_text
 
 START, TOP_K, POSITION, LOG = "ll_start", "ll_k", "ll_pos", "ll_log"  # widget keys (in the link)
@@ -78,6 +79,8 @@ def window_start(n: int, width: int = DEFAULT_WINDOW, container=None) -> tuple[i
     """(start, stop) of the positions shown: a slider over the start when the input is longer than
     `width` (default, and after the text changes: the last `width` positions)."""
     if n <= width:
+        forget(START)  # no window to move: the link carries no start (a longer text starts from its end)
+        st.session_state.pop(_START_N, None)
         (container or st).caption("The one position is shown." if n == 1 else f"All {count_text(n)} positions are shown.")
         return 0, n
     top = n - width

@@ -81,6 +81,15 @@ def test_moving_the_window_changes_the_tokens_and_is_in_the_link():
     tokens = encode(get_model("smollm2"), long).tokens
     assert moved["ticktext"] == list(tokens[3:35]) and table["ticktext"] == list(tokens[-32:])
     assert at.query_params.get("ll_start") in ("3", ["3"])
+    at.session_state["text"] = SENTENCE  # fewer than 32 tokens: no window, and the link carries no start
+    at.run()
+    assert not at.exception, at.exception
+    assert [s.key for s in at.slider if s.key == "ll_start"] == []
+    assert any("positions are shown" in c.value for c in at.caption)
+    assert "ll_start" not in at.query_params
+    at.session_state["text"] = long  # long again: the window starts from the text's end
+    at.run()
+    assert at.slider(key="ll_start").value == at.slider(key="ll_start").max
 
 
 @needs_smollm2
