@@ -7,11 +7,12 @@ import streamlit as st
 from attnviz.contrib.compute import DESCRIPTIONS, LABELS, QUANTITIES, lens
 from attnviz.errors import AttnvizError
 from attnviz.types import AttentionResult, Request
-from attnviz.ui.share import link_note
+from attnviz.ui.share import current_page, link_note
 
 LENS = "lens"  # session key of the sidebar control (shared in the URL)
 TRAINED_CONTRIB = "training_contributions"  # Contributions of the stored toy-model frame, when known
-PAGES_WITH_LENS = "the heatmap, entropy, rollout and head-role pages"
+LENS_PAGES = ("heatmap", "entropy", "rollout", "head_roles", "generate")  # the pages that read the control
+PAGES_WITH_LENS = "the heatmap, entropy, rollout, head-role and generate pages"
 OPTIONS = {
     "weights": "attention weights",
     "value-weighted": "value-weighted (‖α f(x)‖)",
@@ -30,11 +31,13 @@ def control() -> None:
             link_note(f"Show {str(lens)[:40]!r} in the link is not one of "
                       f"{', '.join(OPTIONS[q] for q in QUANTITIES)}: this view shows attention weights.")
         st.session_state[LENS] = fixed or "weights"
-    st.radio("Show", QUANTITIES, key=LENS, format_func=OPTIONS.get,
-             help="What the heatmap, grid, token focus, shaded text, entropy, rollout and head roles are "
-                  "computed from. Weights are what the softmax gives; value-weighted multiplies each weight "
-                  "by the length of the value vector it moves; ALTI measures each token's share of the layer's "
-                  "output with the residual and norm included (one map per layer).")
+    used = current_page() in LENS_PAGES
+    st.radio("Show", QUANTITIES, key=LENS, format_func=OPTIONS.get, disabled=not used,
+             help=("" if used else f"Not used on this page: it applies to {PAGES_WITH_LENS}. ")
+             + "What the heatmap, grid, token focus, shaded text, entropy, rollout, head roles and the generated "
+               "text's shading are computed from. Weights are what the softmax gives; value-weighted multiplies each "
+               "weight by the length of the value vector it moves; ALTI measures each token's share of the layer's "
+               "output with the residual and norm included (one map per layer).")
 
 
 def quantity() -> str:

@@ -166,6 +166,11 @@ def start_run(page: str = "") -> None:
                   + ", ".join(dropped) + ".")
 
 
+def current_page() -> str:
+    """The URL path of the page this run shows ("" for the home page)."""
+    return st.session_state.get(_PAGE, "")
+
+
 def start_part() -> None:
     """Called when a part of the page reruns alone (ui.page.part), where start_run is not: after a run that stopped
     early, the page's keys whose widgets it left undrawn get their values back, and the browser is told them again."""

@@ -5,9 +5,11 @@ from __future__ import annotations
 import streamlit as st
 
 from attnviz.types import AttentionResult, Request
+from attnviz.ui.share import current_page
 from attnviz.units import count_text
 
 WORDS = "words"  # session key of the sidebar toggle (shared in the URL)
+WORD_PAGES = ("heatmap", "entropy", "rollout", "head_roles")  # the pages that read the switch
 PAGES_WITH_WORDS = "the heatmap, entropy, rollout and head-role pages"
 
 
@@ -23,10 +25,12 @@ def control() -> None:
     if _QUEUED in st.session_state:
         st.session_state[WORDS] = st.session_state.pop(_QUEUED)
     st.session_state.setdefault(WORDS, False)
-    st.toggle("Word level", key=WORDS,
-              help="Merge word pieces into words (Clark et al. 2019): attention to a word is the sum over its "
-                   "pieces, attention from a word the mean of its pieces' rows, so every row still sums to 1. "
-                   f"Applies to {PAGES_WITH_WORDS}.")
+    used = current_page() in WORD_PAGES
+    st.toggle("Word level", key=WORDS, disabled=not used,
+              help=("" if used else "Not used on this page. ")
+              + "Merge word pieces into words (Clark et al. 2019): attention to a word is the sum over its "
+                "pieces, attention from a word the mean of its pieces' rows, so every row still sums to 1. "
+                f"Applies to {PAGES_WITH_WORDS}.")
 
 
 def on() -> bool:

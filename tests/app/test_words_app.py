@@ -56,3 +56,18 @@ def test_pages_that_show_pieces_say_so():
     at = open_page("app_pages/query_key.py", text=TEXT, words=True)
     assert not at.exception
     assert "This page shows word pieces" in _captions(at)
+
+
+def test_the_sidebar_controls_are_greyed_on_pages_that_do_not_read_them_and_keep_their_values():
+    at = open_page("app_pages/query_key.py", text=TEXT, words=True, lens="ALTI")
+    assert at.toggle(key="words").disabled and at.radio(key="lens").disabled
+    assert at.toggle(key="words").value is True and at.radio(key="lens").value == "ALTI"
+    assert "Not used on this page" in at.radio(key="lens").help
+    at.switch_page("app_pages/generate.py").run()  # the generated text's shading reads Show, not Word level
+    assert not at.exception, at.exception
+    assert not at.radio(key="lens").disabled and at.toggle(key="words").disabled
+    at.switch_page("app_pages/heatmap.py").run()
+    assert not at.exception, at.exception
+    assert not at.toggle(key="words").disabled and not at.radio(key="lens").disabled
+    assert at.toggle(key="words").value is True and at.radio(key="lens").value == "ALTI"
+    assert "merged into" in _captions(at)

@@ -1,5 +1,5 @@
 """Chromium: the sidebar's Word level switch merges word pieces on the heatmap, goes into the link,
-and is kept when the visitor moves to the entropy page."""
+and is kept when the visitor moves to the entropy page, through a page that does not read it (greyed there)."""
 import time
 
 import numpy as np
@@ -35,4 +35,15 @@ def test_word_level_switch_merges_pieces_and_follows_the_visitor(page, app_serve
     nav_to(page, "Entropy")
     wait_for_app(page)
     page.get_by_text("merged into 8 words").first.wait_for(timeout=60_000)
+    switch = page.locator('[data-testid="stSidebar"] .st-key-words input')
+    assert switch.is_enabled() and switch.is_checked()
+    nav_to(page, "Query · key")  # a page that shows word pieces: the switch is greyed and keeps its value
+    wait_for_app(page)
+    page.get_by_text("This page shows word pieces").first.wait_for(timeout=60_000)
+    assert switch.is_disabled() and switch.is_checked()
+    assert url_params(page).get("words") == "1"
+    nav_to(page, "Rollout")
+    wait_for_app(page)
+    page.get_by_text("merged into 8 words").first.wait_for(timeout=60_000)
+    assert switch.is_enabled() and switch.is_checked()
     assert not exception_texts(page)
