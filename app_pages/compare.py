@@ -9,9 +9,9 @@ from attnviz.ui import metrics as aw
 from attnviz.ui.heads import head_picker
 from attnviz.ui.cache import get_result
 from attnviz.ui.jobs import load_model
-from attnviz.ui.sidebar import DEFAULT_MODEL, installed_models
+from attnviz.ui.sidebar import DEFAULT_MODEL, installed_models, model_label
 from attnviz.ui.figure import show_figure
-from attnviz.ui.share import bind, hold
+from attnviz.ui.share import bind, hold, link_note
 from attnviz.ui.present import page_intro
 from attnviz.ui.page import stop as stop_page
 from attnviz.units import count_text
@@ -25,8 +25,8 @@ page_intro("Compare attention",
 
 result_a, request_a = aw.hf_inputs("Comparing")
 key_a = request_a.model
-bind({"cmp_mode": str, "cmp_text_b": str, "cmp_layer": int, "cmp_head": int})
-hold("cmp_model_pick", "cmp_model_b")
+bind({"cmp_mode": str, "cmp_text_b": str, "cmp_layer": int, "cmp_head": int, "cmp_model_pick": str})
+hold("cmp_model_b")  # in the link only while model B is typed (below)
 SHORT_TEXT = 300  # longer sidebar texts are shown cut, with their token count
 mode = st.radio("Compare", ["Two sentences", "Two models"], horizontal=True, key="cmp_mode")
 
@@ -41,14 +41,30 @@ try:
         text_b = b1.text_input("**B**: a second sentence with the same number of tokens", key="cmp_text_b")
         b2.button("Copy A into B", key="cmp_copy_a", on_click=lambda: st.session_state.update(cmp_text_b=result_a.text),
                   help="Start B from A's text, then change a word: long texts are hard to retype.")
+        if not text_b.strip():
+            st.info("Sentence **B** is empty: type a sentence with as many tokens as A, or press **Copy A into B** "
+                    "and change a word.")
+            stop_page()
         result_b = get_result(Request(key_a, text_b))
         check_same_length(result_a, result_b)
         name_a, name_b = "A: " + key_a, "B: " + key_a
+        if tuple(result_b.tokens) == tuple(result_a.tokens):
+            st.caption("A and B are the same tokens, so every difference below is zero: change a word in B.")
     else:
-        packaged = installed_models()
-        choice = st.selectbox("Model B", packaged + ["other"], key="cmp_model_pick",
-                              format_func=lambda k: "Other: a hub id or folder…" if k == "other" else k)
-        key_b = st.text_input("Hub id or folder for model B", key="cmp_model_b") if choice == "other" else choice
+        options = installed_models() + ["other"]
+        if st.session_state.get("cmp_model_pick") not in options:
+            wrong = st.session_state.get("cmp_model_pick")
+            if wrong is not None:
+                link_note(f"Model B {str(wrong)[:40]!r} in the link is not installed here: B is "
+                          f"{model_label(options[0])}. Pick 'Other' to type a hub id or folder.")
+            st.session_state["cmp_model_pick"] = options[0]
+        choice = st.selectbox("Model B", options, key="cmp_model_pick",
+                              format_func=lambda k: "Other: a hub id or folder…" if k == "other" else model_label(k))
+        if choice == "other":
+            bind({"cmp_model_b": str})
+            key_b = st.text_input("Hub id or folder for model B", key="cmp_model_b").strip()
+        else:
+            key_b = choice
         if not key_b:
             st.info("Type a hub id or folder for model B.")
             stop_page()

@@ -20,9 +20,10 @@ def check_same_length(a, b) -> None:
 
 def check_same_tokens(a, b) -> None:
     """Raise BadInput unless two results (two models) split the text into the same tokens."""
-    check_same_length(a, b)
     if tuple(a.tokens) != tuple(b.tokens):
-        raise BadInput("The two models split the text into different tokens (their tokenizers differ), "
+        counts = (f"{count_text(a.seq_len)} and {count_text(b.seq_len)} tokens" if a.seq_len != b.seq_len
+                  else f"{count_text(a.seq_len)} tokens each, not the same ones")
+        raise BadInput(f"The two models split the text into different tokens ({counts}: their tokenizers differ), "
                        "so position i does not mean the same thing in both. Pick two models with the same tokenizer.")
 
 

@@ -23,6 +23,11 @@ def installed_models() -> list[str]:
     return [k for k, s in PACKAGED.items() if package_dir(s.package)]
 
 
+def model_label(key: str) -> str:
+    """What a model picker shows for a packaged model's key (its label), or the key itself."""
+    return PACKAGED[key].label if key in PACKAGED else key
+
+
 def _model_options() -> dict[str, str]:
     opts = {k: PACKAGED[k].label for k in installed_models()}
     opts[OTHER] = "Other: a HuggingFace hub id or a local folder…"

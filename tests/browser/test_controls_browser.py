@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from tests.browser.helpers import choose, open_path, set_sidebar_text, url_params
+from tests.browser.helpers import box_value, choose, open_path, set_sidebar_text, url_params
 from tests.conftest import wait_for_app
 
 pytestmark = pytest.mark.browser
@@ -18,11 +18,6 @@ def slider_text(page, label: str) -> str:
     """The value a Streamlit slider shows on its thumb."""
     box = page.locator('[data-testid="stSlider"]', has_text=label).first
     return box.locator('[data-testid="stSliderThumbValue"]').first.inner_text()
-
-
-def box_value(page, label: str) -> str:
-    """The option a Streamlit selectbox in the main area shows."""
-    return page.locator('[data-testid="stMain"]').get_by_role("combobox", name=label, exact=True).first.input_value()
 
 
 def figure_titles(page) -> list[str]:

