@@ -130,6 +130,12 @@ def test_zoom_equals_window_and_follows_the_inputs(recorded):
     at.number_input(key="lg_zk").set_value(0).run()
     np.testing.assert_allclose(_array(_figure(at, "lg_zoom")["data"][0]["z"]), la.window(1, 4, 1500, 1532, 0, 32),
                                atol=1e-7)
+    n = la.seq_len  # a start past the last whole window: the box shows the start the zoom uses, and says why
+    at.number_input(key="lg_zq").set_value(n - 1).run()
+    assert not at.exception, at.exception
+    assert at.number_input(key="lg_zq").value == n - 32
+    assert any(f"was set to {n - 32:,}" in w.value for w in at.warning), [w.value for w in at.warning]
+    assert _figure(at, "lg_zoom")["layout"]["title"]["text"].startswith(f"Zoom: queries {n - 32}–{n - 1}")
 
 
 def test_focus_top_k_and_profiles(recorded):

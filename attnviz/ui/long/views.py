@@ -52,11 +52,12 @@ def zoom_controls(n: int):
     c = st.columns(3)
     size = int(number_box(c[2], "Window size", min(8, n), min(MAX_ZOOM, n), min(64, n), step=8, key="lg_zsize",
                           help=f"Positions per side, at most {MAX_ZOOM}: the window is computed exactly."))
-    q0 = int(number_box(c[0], "Query start", 0, n - 1, max(0, min(n - size, n // 2)), key="lg_zq",
-                        help="First query row of the window."))
-    k0 = int(number_box(c[1], "Key start", 0, n - 1, max(0, min(n - size, n // 2 - size // 2)), key="lg_zk",
-                        help="First key column of the window (keys after the query are 0 for a causal model)."))
-    q0, k0 = min(q0, n - size), min(k0, n - size)
+    last = n - size  # the last start that keeps the whole window inside the input
+    q0 = int(number_box(c[0], "Query start", 0, last, max(0, min(last, n // 2)), key="lg_zq",
+                        help=f"First query row of the window: 0 to {last:,}, so that the window fits in the input."))
+    k0 = int(number_box(c[1], "Key start", 0, last, max(0, min(last, n // 2 - size // 2)), key="lg_zk",
+                        help=f"First key column of the window: 0 to {last:,} (keys after the query are 0 for a causal "
+                             "model)."))
     return q0, k0, size
 
 
