@@ -256,6 +256,20 @@ def test_a_link_restores_the_text_source_length_and_pooling(tiny_folder):
     assert any("the first **1,024** are recorded" in c.value for c in at.caption)
 
 
+def test_a_link_restores_the_zoom_and_the_views_settings_once_recorded(tiny_folder):
+    zoom = {"lg_zq": "100", "lg_zk": "50", "lg_zsize": "32", "lg_fq": "77", "lg_k": "2", "lg_kspan": "16", "lg_kq": "40"}
+    at = open_page(PAGE, query={"model_choice": "other", "custom_model": tiny_folder, "lg_source": BUNDLED,
+                                "lg_len": "512", "lg_tab": "Top-k lines", **zoom})
+    _record(at)
+    assert _figure(at, "lg_zoom")["layout"]["title"]["text"] == "Zoom: queries 100–131, keys 50–81"
+    assert {k: str(at.number_input(key=k).value) for k in zoom if k not in ("lg_fq",)} == \
+        {k: v for k, v in zoom.items() if k != "lg_fq"}
+    assert _figure(at, "lg_topk")["layout"]["title"]["text"].startswith("Top-2 keys of queries 40–55")
+    assert at.session_state["lg_fq"] == 77  # the focus tab's query, drawn when its tab opens
+    assert {k: at.query_params[k] for k in zoom} == {k: v for k, v in zoom.items()} or \
+        {k: at.query_params[k][0] for k in zoom} == zoom
+
+
 def test_a_model_whose_q_and_k_cannot_be_recorded_gets_the_same_views_from_its_dense_weights(tmp_path):
     """T5 adds a position bias to q·k: its q and k do not explain its weights, so the page falls back to the
     dense result (capped at 512 tokens) behind the same interface; the zoom holds the dense weights."""
@@ -280,3 +294,33 @@ def test_a_model_whose_q_and_k_cannot_be_recorded_gets_the_same_views_from_its_d
     np.testing.assert_allclose(z.reshape(-1, z.shape[-1]) if z.ndim > 1 else z,
                                r.attention[layer, head, q0:q0 + z.shape[0], k0:k0 + z.shape[-1]], atol=1e-6)
     assert not at.exception
+
+
+def test_a_recording_the_server_holds_says_no_pass_ran(tiny_folder):
+    lines = []
+    for _ in range(2):  # two sessions, the same settings: the second finds the recording in the server's cache
+        at = open_page(PAGE, model_choice="other", custom_model=tiny_folder)
+        at.radio(key="lg_source").set_value(BUNDLED).run()
+        at.select_slider(key="lg_len").set_value(1024).run()
+        _record(at)
+        lines.append(next(s.value for s in at.success if "Recorded" in s.value))
+    first, again = lines
+    assert " s: queries and keys" in first and "no pass ran" not in first
+    assert "the server had recorded this text and length before: no pass ran" in again and " s: " not in again
+
+
+def test_a_cancelled_recording_of_other_settings_leaves_no_notice(tiny_folder):
+    from attnviz.errors import AttnvizError
+    from attnviz.ui.jobs import Job
+    from attnviz.ui.long.recording import JOB
+
+    def cancelled(report, cancel):
+        raise AttnvizError("The recording was cancelled before it finished (nothing was kept); start it again.")
+
+    job = Job(cancelled, "long recording")
+    while not job.done:
+        time.sleep(0.05)
+    job.collected = True
+    at = open_page(PAGE, model_choice="other", custom_model=tiny_folder, **{JOB: ("other|512|64|text", job)})
+    assert not [w.value for w in at.warning if "cancelled" in w.value]
+    assert any("Press **▶ Record**" in i.value for i in at.info)

@@ -60,6 +60,7 @@ def test_record_the_bundled_text_open_a_head_and_zoom(page, app_server, minilm):
     assert x[0].startswith("0 ")
     np.testing.assert_allclose(z, la.window(3, 5, 300, 332, 0, 32), **close)
     assert _box(page) == [-0.5, 31.5, 299.5, 331.5]  # the overview's red box moved with it (rerun with the zoom)
+    assert (url_params(page).get("lg_zq"), url_params(page).get("lg_zk")) == ("300", "0")  # the zoom is in the link
     set_number(page, "Query start", 511)  # past the last whole window: the box shows the start the zoom uses
     assert page.get_by_label("Query start", exact=True).first.input_value() == "480"
     assert page.get_by_text("was set to 480").count() == 1

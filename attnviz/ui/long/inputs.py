@@ -17,7 +17,8 @@ DENSE_LIMIT = 512  # the dense pages' limit (a model without recorded q/k suppor
 BUNDLED = Path(__file__).resolve().parents[3] / "assets" / "long" / "attention-notes.txt"
 TAB = "lg_tab"  # the open tab of the views below the head
 TABS = ("Token focus", "Top-k lines", "Distance", "Sinks and windows")
-KEYS = {"lg_source": str, "lg_len": int, "lg_how": str, TAB: str}  # the page's settings kept in the link
+KEYS = {"lg_source": str, "lg_len": int, "lg_how": str, TAB: str,  # the page's settings kept in the link
+        "lg_zq": int, "lg_zk": int, "lg_zsize": int, "lg_fq": int, "lg_k": int, "lg_kspan": int, "lg_kq": int}
 
 
 def model() -> tuple[str, LoadedModel]:

@@ -30,6 +30,7 @@ class Recording:
     s: object  # LongSummaries
     seconds: float
     dense_reason: str | None = None  # why the model's q and k could not be recorded (la is dense then)
+    reused: bool = False  # the server held this recording already (from this or another session): no pass ran
 
 
 def run_id(request: Request, setting: int) -> str:
@@ -58,14 +59,20 @@ def _work(request: Request, tiles: int):
         loaded = get_model(request.model)
         rid = run_id(request, tiles)
         report(0, loaded.facts.n_layers, "one forward pass: each layer recorded and summarised in turn…")
+        passes = []  # the pass reports each layer; a recording the server holds already reports none
+
+        def counted(*args):
+            passes.append(1)
+            report(*args)
+
         try:
-            la, s = long_recording(request, tiles, _report=report, _cancel=cancel)
+            la, s = long_recording(request, tiles, _report=counted, _cancel=cancel)
         except AttentionUnavailable as e:  # the same views over the dense weights, up to the dense limit
             report(0, 1, f"its queries and keys cannot be recorded: reading its dense weights (at most {DENSE_LIMIT} "
                          "tokens)…")
             la, s = dense_recording(request.with_limit(min(request.max_tokens, DENSE_LIMIT)), tiles)
             return Recording(rid, request, tiles, la, s, time.perf_counter() - t0, dense_reason=str(e))
-        return Recording(rid, request, tiles, la, s, time.perf_counter() - t0)
+        return Recording(rid, request, tiles, la, s, time.perf_counter() - t0, reused=not passes)
 
     return work
 
@@ -97,7 +104,7 @@ def record_panel(request: Request, loaded: LoadedModel, n: int) -> Recording | N
     b[2].caption(f"{n:,} tokens on {loaded.facts.name}: one pass records and summarises every layer, in the background "
                  f"(the page stays usable); {timings.hint(model_key, timings.RECORDING)}.")
     jobs.watch(JOB, _draw, on_done=_collect)
-    job = jobs.current(JOB)
+    job = jobs.current(JOB, rid)  # a failed or cancelled recording of other settings says nothing here
     if job is not None and job.done and job.error:
         if "capped at the dense" in job.error:  # AttentionUnavailable: this model stays at the dense limit
             st.warning(job.error + " The Attention heatmap page shows its dense maps up to 512 tokens.")
@@ -125,6 +132,8 @@ def summary_line(rec: Recording) -> None:
                 "summaries.", icon=":material/info:")
         return
     dense = 4 * la.n_layers * la.n_heads * la.seq_len ** 2
-    st.success(f"Recorded **{la.seq_len:,} tokens** on {rec.request.model} in {rec.seconds:.1f} s: queries and keys "
+    when = ("(the server had recorded this text and length before: no pass ran)" if rec.reused
+            else f"in {rec.seconds:.1f} s")
+    st.success(f"Recorded **{la.seq_len:,} tokens** on {rec.request.model} {when}: queries and keys "
                f"{human_bytes(la.nbytes)}, where every map densely would be {human_bytes(dense)}. The grid sends "
                f"{human_bytes(s.pooled.mean.nbytes)} of float32 tiles.", icon=":material/check:")

@@ -43,8 +43,8 @@ def grid(rec: Recording, how: str, selected) -> None:
     size = int(np.diff(e).max())
     st.caption(f"Each cell is the **{how}** of a block of about {size}×{size} weights ({len(e) - 1}×{len(e) - 1} "
                f"tiles per head; tile sizes differ by at most one). {gqa_note(la)} Colours saturate at the 99th "
-               "percentile of the tiles; hover a cell for its query and key positions and exact pooled value; "
-               "click a head to open it below.")
+               "percentile of the tiles; hover a tile for its query and key positions and exact pooled value. "
+               "Click a head's centre (where the hover names the head) to open it below.")
 
 
 def zoom_controls(n: int):
