@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from tests.browser.helpers import wait_plot
+from tests.browser.helpers import box_value, choose, set_number, wait_plot
 from tests.conftest import wait_for_app
 
 TRACE = "(i) => document.querySelectorAll('.js-plotly-plot')[i]._fullData"
@@ -57,6 +57,13 @@ def test_positional_tabs_in_chromium(app_server, page):
     i = wait_plot(page, title="Slopes for 8 heads")
     ys = page.evaluate(TRACE, i)[0]["y"]
     assert ys == pytest.approx([2.0 ** -k for k in range(1, 9)])
+    # the head box follows the head count: head 2 of 8 (slope 2^-3) stays head 2 of 3 (slope 2^-2)
+    choose(page, "Head", "head 2: slope 0.125 = 2^-3")
+    set_number(page, "Heads", 3)
+    assert box_value(page, "Head") == "head 2: slope 0.25 = 2^-2"
+    set_number(page, "Heads", 64)
+    assert box_value(page, "Head") == "head 2: slope 0.7711 = 2^-0.375"
+    set_number(page, "Heads", 8)
 
     # Why positions: no positions -> exactly permuted; sinusoidal -> not
     _open_tab(page, "Why positions")
