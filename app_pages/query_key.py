@@ -6,7 +6,7 @@ from attnviz.errors import AttnvizError
 from attnviz.query_key.figures import (PRODUCT_SCALE, VECTOR_SCALE, dimension_bars, key_matrix, query_strip, score_bars,
                               softmax_bars)
 from attnviz.query_key.qk import query_row, top_keys
-from attnviz.ui import metrics as aw
+from attnviz.ui import choices, metrics as aw
 from attnviz.ui.figure import show_figure
 from attnviz.ui.cache import figure, get_query_key
 from attnviz.ui.heads import head_picker
@@ -53,8 +53,8 @@ words = [i for i in range(n) if not result.special_mask[i] and any(c.isalnum() f
 default_query = words[-1] if words else n - 1  # the last word (punctuation and [SEP] are less telling)
 if st.session_state.get("qk_query") not in range(n):
     st.session_state["qk_query"] = default_query
-query = st.selectbox("Query token (the row)", range(n), key="qk_query", format_func=lambda i: f"{i}: {tokens[i]}",
-                     help="The token whose attention row is rebuilt below.")
+query = choices.selectbox(st, "Query token (the row)", range(n), key="qk_query", format_func=lambda i: f"{i}: {tokens[i]}",
+                          help="The token whose attention row is rebuilt below.")
 try:
     row = query_row(qk, layer, head, query, result.attention[layer, head, query])
 except AttnvizError as e:
@@ -133,8 +133,8 @@ st.subheader("One key in detail")
 k1, k2 = st.columns([2, 1])
 if st.session_state.get("qk_key") not in set(visible.tolist()):
     st.session_state["qk_key"] = int(visible[np.argmax(row.weights[visible])])
-key_j = k1.selectbox("Key token", visible.tolist(), key="qk_key", format_func=lambda j: f"{j}: {tokens[j]}",
-                     help="Defaults to the key with the largest weight.")
+key_j = choices.selectbox(k1, "Key token", visible.tolist(), key="qk_key", format_func=lambda j: f"{j}: {tokens[j]}",
+                          help="Defaults to the key with the largest weight.")
 st.session_state.setdefault("qk_sort", True)
 sort = k2.toggle("Sort dimensions by contribution", key="qk_sort")
 contrib = row.products[key_j]

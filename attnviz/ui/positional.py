@@ -8,6 +8,7 @@ import streamlit as st
 from attnviz import positional as pe
 from attnviz.errors import AttnvizError, BadInput
 from attnviz.positional import figures as plots
+from attnviz.ui import choices
 from attnviz.ui.numbers import number_box
 from attnviz.units import count_text
 
@@ -335,14 +336,8 @@ Steep heads look only at the last few tokens; gentle ones see far.
 The paper's formula m_h = 2^(−8h/H) and the reference code's `get_slopes` agree for powers of two but
 differ for other head counts: for those the reference interleaves slopes of the next power of two.
 attnviz uses the reference slopes everywhere, the Training page's toy models included.""")
-    # the options are the labels themselves: the browser keeps showing a chosen option's old label when only the
-    # labels change (a new head count gives head 0 another slope), so a new head count must give new options
-    labels = [f"head {h}: slope {slopes[h]:.4g} = 2^{exps[h]:g}" for h in range(n_heads)]
-    shown = st.session_state.get("pe_alibi_head")
-    if shown not in labels:  # keep the head chosen before, when this head count has it
-        was = shown.split(":")[0].removeprefix("head ") if isinstance(shown, str) else ""
-        st.session_state["pe_alibi_head"] = labels[int(was)] if was.isdigit() and int(was) < n_heads else labels[0]
-    head = labels.index(st.selectbox("Head", labels, key="pe_alibi_head"))
+    head = choices.selectbox(st, "Head", list(range(n_heads)), key="pe_alibi_head",
+                             format_func=lambda h: f"head {h}: slope {slopes[h]:.4g} = 2^{exps[h]:g}")
     bias = pe.alibi_bias(n_heads, seq_len, causal)
     left, right = st.columns(2)
     with left:

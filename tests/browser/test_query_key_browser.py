@@ -44,3 +44,15 @@ def test_url_head_then_widgets_change_the_numbers(page, app_server, result):
     _wait_row(page, result.attention[3, 2, 10])
     choose(page, "Query token (the row)", "7: because")
     _wait_row(page, result.attention[3, 2, 7])
+    # a new text with as many tokens: the boxes keep their positions and show the new text's tokens
+    from tests.browser.helpers import box_value, set_sidebar_text
+
+    set_sidebar_text(page, "A dog ran on the rug since it was very sleepy.")
+    page.get_by_text("query 'since' (position 7)").first.wait_for(timeout=60_000)
+    assert box_value(page, "Query token (the row)") == "7: since"
+    from attnviz.extract import encode
+    from attnviz.models import load_model
+
+    tokens = encode(load_model("minilm"), "A dog ran on the rug since it was very sleepy.").tokens
+    position, token = box_value(page, "Key token").split(": ", 1)
+    assert token == tokens[int(position)], (position, token, tokens)

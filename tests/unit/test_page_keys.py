@@ -45,6 +45,7 @@ GLOBAL_KEYS: dict[str, str] = {
     "_closing_slot": "where the sidebar's closing boxes go", "_closing_deck": "where the deck's box goes", "_closing_holder": "a part's place for them",
     "_full_run": "a full run is under way", "_part_counters": "each part's first automatic figure number",
     "page_scripts": "the hidden block of the page's own scripts (link history, the fade of a slow run)",
+    "_choices_labels": "the option labels each select box was last drawn with (ui.choices), keyed by its own key",
     # the guided tour: its keys end with the page's name (tour_on_<page>), so each page has its own
     "tour_*": "the guided tour's steps of each page",
 }
