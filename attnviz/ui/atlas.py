@@ -17,7 +17,7 @@ from attnviz.atlas.query import PATTERN_KINDS, SEARCH_NOTE, Pattern
 from attnviz.atlas.run import CHUNK_SIZE
 from attnviz.atlas.stats import STAT_LABELS, STATS
 from attnviz.errors import AttnvizError
-from attnviz.ui import jobs
+from attnviz.ui import choices, jobs
 from attnviz.ui.figure import show_figure
 from attnviz.ui.heads import clicked_head
 from attnviz.ui.numbers import number_box
@@ -324,8 +324,8 @@ def sentence_arcs(atlas, layer: int, head: int) -> None:
                 "(each word's strongest target at word level; thicker = more weight).")
     sents = atlas.parsed_sentences()
     c1, c2, c3 = st.columns([4, 1, 1])
-    sid = c1.selectbox("Sentence", [s for s, _ in sents], key="at_arc_sid",
-                       format_func=dict(sents).get)
+    sid = choices.selectbox(c1, "Sentence", [s for s, _ in sents], key="at_arc_sid",
+                            format_func=dict(sents).get)  # another stored run: the same ids, other sentences
     layer = int(number_box(c2, "Layer", 0, atlas.n_layers - 1, layer, key="at_arc_layer"))
     head = int(number_box(c3, "Head", 0, atlas.n_heads - 1, head, key="at_arc_head"))
     try:
