@@ -23,10 +23,10 @@ page_intro("Head roles",
 )
 
 result = require_result(lens=True)
-lens_ui.note(result)
 key = aw.model_key()
 ablated = aw.ablated_heads()
 n_examples = len(aw.examples())
+PAIR_COUNTS = [10, 20, 50, 100]  # the strongest pairs listed for one head
 
 bind({"hr_scope": str, "hr_min": float})
 st.session_state.setdefault("hr_min", 0.4)
@@ -40,6 +40,7 @@ scope = c1.radio("Scores from", scopes, horizontal=True, key="hr_scope", disable
 min_score = c2.slider("Minimum score for a role", 0.0, 1.0, step=0.05, key="hr_min",
                       help="Heads whose best score is below this are shown grey: no clear role.")
 if scope.startswith("the current"):
+    lens_ui.note(result)  # only this map is seen through the sidebar's Show: the rest of the page reads weights
     scores = aw.analysis_of_sidebar(result=result).roles
     where = f"the current sentence ({count_text(result.seq_len)} tokens)"
 else:
@@ -58,7 +59,9 @@ best, best_score = strongest_role(scores, min_score)
 summed = result.heads_summed and scope.startswith("the current")  # the corpus scores are the weights' own
 fig = role_map(best, best_score, scores.scores, labels, ablated=ablated, summed=summed,
                title=f"Strongest role of each {'layer, heads summed' if summed else 'head'} · {where}")
-st.caption("The number in each cell is the head's best score. Hover for every score; click a cell to open "
+st.caption("The number in each cell is the best score of the layer's heads summed. Hover for every score; click a "
+           "cell to open that layer on the heatmap page." if summed else
+           "The number in each cell is the head's best score. Hover for every score; click a cell to open "
            "that head on the heatmap page.")
 aw.clickable_head_grid(fig, "hr_map")
 if left_out:
@@ -130,12 +133,16 @@ st.markdown(
 if trained:
     st.info("This reads the example sentences, so it needs a HuggingFace model: pick one in the sidebar.")
 else:
+    bind({"hr_pairs_layer": int, "hr_pairs_head": int, "hr_pairs_special": bool, "hr_pairs_self": bool,
+          "hr_pairs_k": int})
     p_layer, p_head = head_picker(result.n_layers, result.n_heads, "hr_pairs", write_back=False)
     t1, t2, t3 = st.columns([1, 1, 1])
     st.session_state.setdefault("hr_pairs_special", True)
     skip_special = t1.toggle("Leave out special tokens", key="hr_pairs_special")
     skip_self = t2.toggle("Leave out a token attending to itself", key="hr_pairs_self")
-    k = t3.select_slider("Pairs", [10, 20, 50, 100], value=20, key="hr_pairs_k")
+    if st.session_state.get("hr_pairs_k") not in PAIR_COUNTS:
+        st.session_state["hr_pairs_k"] = 20
+    k = t3.select_slider("Pairs", PAIR_COUNTS, key="hr_pairs_k")
     results = aw.corpus_results(key)
     pairs = top_pairs([(r.attention[p_layer, p_head], r.tokens, r.special_mask) for r in results], k,
                       skip_special=skip_special, skip_self=skip_self)

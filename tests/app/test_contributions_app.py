@@ -43,8 +43,9 @@ def test_lens_recolours_the_heatmap_page_and_labels_it(quantity, label):
 
 
 def test_lens_reaches_entropy_and_rollout():
-    for page in ("app_pages/entropy.py", "app_pages/rollout.py", "app_pages/head_roles.py"):
-        at = open_page(page, text=TEXT, lens="ALTI")
+    for page, state in (("app_pages/entropy.py", {}), ("app_pages/rollout.py", {}),
+                        ("app_pages/head_roles.py", {"hr_scope": "the current sentence"})):  # its averaged map: weights
+        at = open_page(page, text=TEXT, lens="ALTI", **state)
         assert any("ALTI" in i.value for i in at.info), page
     a = open_page("app_pages/entropy.py", text=TEXT)
     b = open_page("app_pages/entropy.py", text=TEXT, lens="value-weighted")
@@ -83,6 +84,13 @@ def test_views_of_summed_heads_name_them_so():
     roles = _figure(hr, "Strongest role")
     assert roles["layout"]["xaxis"]["title"]["text"] == SUMMED
     assert all(f", {SUMMED}: " in t for t in roles["data"][1]["hovertext"])
+    assert any("best score of the layer's heads summed" in c.value and "open that layer" in c.value for c in hr.caption)
+    assert any("Showing ALTI contributions" in i.value for i in hr.info)
+    hr.radio(key="hr_scope").set_value(hr.radio(key="hr_scope").options[0]).run()  # averaged: scored from weights
+    assert not hr.exception, hr.exception
+    assert not any("Showing ALTI contributions" in i.value for i in hr.info)
+    assert any("Averaged scores are computed from attention weights" in c.value for c in hr.caption)
+    assert _figure(hr, "Strongest role")["layout"]["xaxis"]["title"]["text"] != SUMMED
 
     ro = open_page("app_pages/rollout.py", text=TEXT, lens="ALTI", ro_fusion="max")
     fusion = ro.selectbox(key="ro_fusion_summed")

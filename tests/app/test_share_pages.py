@@ -10,6 +10,8 @@ CASES = [
     ("app_pages/entropy.py", {"en_unit": "nats", "en_special": "0", "en_layer": "1", "en_head": "8"},
      {"en_unit": "nats", "en_special": False, "en_layer": 1, "en_head": 8}),
     ("app_pages/head_roles.py", {"hr_min": "0.7"}, {"hr_min": 0.7}),
+    ("app_pages/head_roles.py", {"hr_pairs_layer": "3", "hr_pairs_head": "7", "hr_pairs_self": "1", "hr_pairs_k": "50"},
+     {"hr_pairs_layer": 3, "hr_pairs_head": 7, "hr_pairs_self": True, "hr_pairs_k": 50}),
     ("app_pages/compare.py", {"cmp_layer": "3", "cmp_head": "5"}, {"cmp_layer": 3, "cmp_head": 5}),
     ("app_pages/complexity.py", {"cx_n": "4096", "cx_h": "16", "cx_d": "1024"}, {"cx_n": "4096", "cx_h": 16, "cx_d": 1024}),
     # widgets bound with Streamlit's own bind="query-params"

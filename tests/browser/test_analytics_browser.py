@@ -61,6 +61,22 @@ def test_clicking_a_role_cell_opens_that_head(page, app_server):
     page.wait_for_selector("text=Layer 0, head 2", timeout=60_000)
 
 
+def test_a_heads_strongest_pairs_settings_are_in_the_link(page, app_server):
+    _open(page, app_server, "/head_roles?hr_words=12&hr_seqs=1")
+    section = page.locator('[data-testid="stMain"]')
+    pairs = section.get_by_text("strongest pairs have the key at")
+    pairs.first.wait_for(timeout=120_000)
+    page.locator(".st-key-hr_pairs_self").get_by_text("Leave out a token attending to itself").click()
+    time.sleep(0.5)
+    wait_for_app(page)
+    assert url_params(page).get("hr_pairs_self") == "1"
+    page.reload()
+    wait_for_app(page, 180)
+    pairs.first.wait_for(timeout=120_000)
+    assert page.locator(".st-key-hr_pairs_self input").is_checked()
+    assert " (offset +0)" not in section.inner_text()  # no pair of a token with itself is the most common
+
+
 def test_clicking_an_induction_cell_opens_the_head_on_the_repeated_words(page, app_server, minilm):
     """The duplicate-token map of the default model: clicking its strongest head opens it on the
     heatmap page with the random repeated sequence as the text, where the stripe shows."""
