@@ -111,3 +111,33 @@ def test_task_and_steps_come_from_the_link():
     bad = open_page("app_pages/training.py", query={"tr_task": "nonsense", "tr_steps": "many"})
     assert bad.selectbox(key="tr_task").value == "reverse"  # unknown values fall back to the defaults
     assert bad.number_input(key="tr_steps").value != "many" and not bad.exception
+
+
+def test_the_model_and_training_settings_come_from_the_link():
+    from tests.app.apptest import open_page
+
+    query = {"tr_task": "copy", "tr_dmodel": "96", "tr_heads": "3", "tr_pos": "rope", "tr_layers": "2",
+             "tr_dlayers": "1", "tr_seed": "7", "tr_every": "10", "tr_lr": "0.01"}
+    at = open_page("app_pages/training.py", query=query)
+    assert not at.exception, at.exception
+    assert [at.number_input(key=k).value for k in ("tr_dmodel", "tr_heads", "tr_layers", "tr_dlayers", "tr_seed",
+                                                   "tr_every")] == [96, 3, 2, 1, 7, 10]
+    assert at.selectbox(key="tr_pos").value == "rope" and at.select_slider(key="tr_lr").value == 0.01
+    assert all(at.query_params[k] in (v, [v]) for k, v in query.items())
+    bad = open_page("app_pages/training.py", query={"tr_pos": "spiral", "tr_lr": "0.5"})
+    assert not bad.exception, bad.exception  # values the boxes do not offer fall back to the task's defaults
+    assert bad.selectbox(key="tr_pos").value != "spiral" and bad.select_slider(key="tr_lr").value == 0.003
+
+
+def test_a_cancelled_run_says_how_many_of_its_steps_it_did():
+    import threading
+
+    from attnviz.training.trainer import TrainConfig, train
+    from tests.app.apptest import open_page
+
+    stop = threading.Event()
+    run = train(TrainConfig(task="copy", steps=100, snapshot_every=5), callback=lambda p: p.step == 13 and stop.set(),
+                cancel=stop)
+    at = open_page("app_pages/training.py", tr_task="copy", tr_runs={"toy:copy": run})
+    steps = next(m for m in at.metric if m.label == "Steps done")
+    assert steps.value == "13 of 100" and steps.delta == "cancelled"

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from tests.browser.helpers import wait_plot
+from tests.browser.helpers import url_params, wait_plot
 from tests.conftest import wait_for_app
 
 pytestmark = pytest.mark.browser
@@ -32,6 +32,11 @@ def test_train_live_then_scrub(page, app_server):
     steps.fill("40")
     steps.press("Enter")
     wait_for_app(page)
+    seed = page.get_by_label("Seed", exact=True)
+    seed.fill("5")
+    seed.press("Enter")
+    wait_for_app(page)
+    assert (url_params(page).get("tr_steps"), url_params(page).get("tr_seed")) == ("40", "5")  # the settings travel
     page.get_by_role("button", name="▶ Train now").click()
     page.get_by_text("Training:").first.wait_for(timeout=60_000)  # the live progress bar
     assert page.get_by_role("button", name="Cancel").count() == 1

@@ -14,6 +14,11 @@ from attnviz.ui.training.live import job_of, start
 from attnviz.ui.training.state import POSITIONAL_LABELS, runs
 
 
+SETTINGS = {"tr_task": str, "tr_steps": int, "tr_dmodel": int, "tr_heads": int, "tr_pos": str, "tr_layers": int,
+            "tr_dlayers": int, "tr_seed": int, "tr_every": int, "tr_lr": float}  # the toy model's settings, in the link
+LEARNING_RATES = [3e-4, 1e-3, 3e-3, 1e-2]
+
+
 def _task_defaults(task: str) -> dict:
     from attnviz.training.record import RECORDED
     from attnviz.training.trainer import DEFAULT_MODELS
@@ -33,11 +38,15 @@ def toy_controls() -> str:
     """Task, architecture and training settings, Train / recorded buttons. Returns the run slot."""
     from attnviz.training.tasks import TASKS
 
-    bind({"tr_task": str, "tr_steps": int})  # a shared link opens the same task (and step count)
+    bind(SETTINGS)  # a shared link opens the same task and settings (the next ▶ Train now uses them)
     if st.session_state.get("tr_task") not in TASKS:  # absent, or a hand-edited link's unknown task
         st.session_state["tr_task"] = "reverse"
-    for k, v in _task_defaults(st.session_state["tr_task"]).items():
+    defaults = _task_defaults(st.session_state["tr_task"])
+    for k, v in defaults.items():
         st.session_state.setdefault(k, v)
+    for k, options in (("tr_pos", POSITIONAL_LABELS), ("tr_lr", LEARNING_RATES)):
+        if st.session_state[k] not in options:  # a hand-edited link's value the box does not offer
+            st.session_state[k] = defaults[k]
     c1, c2 = st.columns([2, 3])
     task = c1.selectbox("Task", list(TASKS), format_func=lambda t: TASKS[t].title, key="tr_task",
                         on_change=_reset_task_defaults)
@@ -55,7 +64,7 @@ def toy_controls() -> str:
         number_box(c, "Seed", 0, 10_000, key="tr_seed")
         number_box(a, "Steps", 1, 5000, step=50, key="tr_steps")
         number_box(b, "Snapshot every k steps", 1, 500, key="tr_every")
-        c.select_slider("Learning rate", [3e-4, 1e-3, 3e-3, 1e-2], key="tr_lr", format_func=lambda v: f"{v:g}")
+        c.select_slider("Learning rate", LEARNING_RATES, key="tr_lr", format_func=lambda v: f"{v:g}")
     st.caption(TASKS[task].expect)
     b1, b2, _ = st.columns([1, 1.3, 3])
     train = b1.button("▶ Train now", type="primary", key="tr_train", disabled=job_of(slot) is not None,
