@@ -9,7 +9,7 @@ from attnviz.ui.share import bind
 from attnviz.ui.sidebar import model_key, using_trained
 from attnviz.units import count_text
 
-bind({ui.TAB: str})
+bind({ui.TAB: str, **ui.KEYS})
 page_intro("Head atlas",
     "One sentence shows what a head did once; a corpus shows what it does. Run a corpus through the sidebar's "
     "model and every head's statistics are stored for every sentence (on disk, as Parquet files queried with "

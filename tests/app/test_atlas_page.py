@@ -114,3 +114,21 @@ def test_syntax_tab_draws_one_sentence_with_its_arcs(minilm, monkeypatch, tmp_pa
     assert [w.lower() for w in words] == [w.lower() for w in parse.words]
     labels = [a["text"] for a in arcs["layout"]["annotations"] if a.get("text")]
     assert sorted(labels) == sorted(r for r, h in zip(parse.deprels, parse.heads) if h >= 0)
+
+
+def test_a_link_restores_the_views_settings(stored):
+    folder, atlas = stored
+    link = {"at_stat": "first", "at_tab": "Search", "at_s_layer": "2", "at_s_head": "5", "at_s_w": "0.2", "at_s_q": "^cat$"}
+    at = open_page("app_pages/atlas.py", query=link, at_store=folder)
+    assert not at.exception, at.exception
+    assert [at.number_input(key=k).value for k in ("at_s_layer", "at_s_head", "at_s_w")] == [2, 5, 0.2]
+    assert at.text_input(key="at_s_q").value == "^cat$"
+    assert not [w.value for w in at.warning if "Session State" in w.value]
+    assert all(at.query_params[k] in (v, [v]) for k, v in link.items())
+    at.session_state["at_tab"] = "Every head"
+    at.run()
+    np.testing.assert_allclose(_grid_z(at, "sink mass"), atlas.stat_map("first")["mean"], atol=1e-6)
+    odd = open_page("app_pages/atlas.py", query={"at_stat": "nonsense", "at_kind": "spiral", "at_tab": "Patterns"},
+                    at_store=folder)
+    assert not odd.exception, odd.exception  # values the boxes do not offer: their first option
+    assert odd.selectbox(key="at_kind").value == "offset"
