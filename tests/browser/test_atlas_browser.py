@@ -34,6 +34,7 @@ def test_run_default_corpus_rank_a_pattern_and_open_the_head(page, app_server):
     # another pattern reruns the tab's part alone; the click below then opens a head from the part's figure
     choose(page, "Pattern", "attend to the first token")
     first = np.asarray(plot_z(page, wait_plot(page, title="Pattern score · attend to the first token")), dtype=float)
+    assert url_params(page).get("at_kind") == "first"  # the pattern goes into the link too
     choose(page, "Pattern", "attend to the token at a fixed offset (−1 = previous, +1 = next)")
     i = wait_plot(page, title="Pattern score · offset -1")
     assert url_params(page).get("at_tab") == "Patterns"
