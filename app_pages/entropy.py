@@ -51,14 +51,20 @@ zmax = 1.0 if unit.startswith("normalised") else float(np.log(result.seq_len)) o
 
 grid = st.container()  # above the picker: the grid is the same figure whichever head the bars show, so a head
 # picked below neither rebuilds nor re-sends it (it frames no head: the bars' title names theirs)
-left, right = st.columns([1, 2])
+left, right = st.columns([2, 3])
 with left:
     st.markdown(f"**All {'layers' if summed else 'heads'}, sortable** (click a column header)")
     table = aw.head_table({label: means})
-    if summed:
+    if summed:  # and no ablated column: a layer's summed heads are not switched off one by one
         table["head"] = SUMMED
-    table["ablated"] = [(l, h) in ablated for l, h in zip(table["layer"], table["head"])]
-    st.dataframe(table.sort_values(label), hide_index=True, height=420, width="stretch")
+    else:
+        table["ablated"] = [(l, h) in ablated for l, h in zip(table["layer"], table["head"])]
+    st.dataframe(table.sort_values(label), hide_index=True, width="stretch",
+                 height=min(420, 38 + 35 * len(table)),  # a short table (one row per layer) ends with its rows
+                 column_config={"layer": st.column_config.NumberColumn(width=50),  # every column in view
+                                "head": st.column_config.Column(width=110 if summed else 50),
+                                label: st.column_config.NumberColumn(format="%.4f", width=140),
+                                "ablated": st.column_config.CheckboxColumn(width=70)})
 with right:
     st.markdown(f"**Entropy of every token's row in one {'layer' if summed else 'head'}**")
     sel_layer, sel_head = head_picker(result.n_layers, result.n_heads, "en", write_back=False, heads_summed=summed)

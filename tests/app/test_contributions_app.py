@@ -78,6 +78,7 @@ def test_views_of_summed_heads_name_them_so():
     en_grid = _figure(en, "Mean")
     assert en_grid["layout"]["xaxis"]["title"]["text"] == SUMMED and "per layer, heads summed" in en_grid["layout"]["title"]["text"]
     assert set(en.dataframe[0].value["head"]) == {SUMMED} and len(en.dataframe[0].value) == 6
+    assert "ablated" not in en.dataframe[0].value.columns  # a layer's summed heads are not switched off one by one
     assert en.button(key="en_open").label == "Open this layer on the heatmap page"
 
     hr = open_page("app_pages/head_roles.py", text=TEXT, lens="ALTI", hr_scope="the current sentence")
