@@ -5,7 +5,7 @@ import streamlit as st
 
 from attnviz.ui.page import lazy_tabs
 from attnviz.ui.positional import TABS
-from attnviz.ui.share import bind
+from attnviz.ui.share import bind, hold
 from attnviz.ui.tour import tour
 
 st.title("Positional encodings")
@@ -20,4 +20,5 @@ DEFAULTS = {"pe_maxlen": 128, "pe_dmodel": 128, "pe_base": 10000.0, "pe_rope_d":
 bind({"pe_tab": str, **{k: type(v) for k, v in DEFAULTS.items()}, "pe_eq_scheme": str})
 for key, value in DEFAULTS.items():
     st.session_state.setdefault(key, value)
+hold("pe_shift", "pe_pos")  # kept while a bad setting above hides them
 lazy_tabs(list(TABS), "pe_tab", tuple(TABS.values()))  # only the open tab runs

@@ -48,10 +48,13 @@ def test_sinusoidal_tab(at):
     assert table[1, 0] == pytest.approx(np.sin(1.0), abs=1e-6) and table[0, 1] == pytest.approx(1.0)
     md = " ".join(m.value for m in at.markdown)
     assert "largest |PE(pos+k) − M_k·PE(pos)|" in md
+    at.number_input(key="pe_shift").set_value(9).run()
     at.number_input(key="pe_dmodel").set_value(65).run()
     assert any("must be even" in w.value for w in at.warning)
     at.number_input(key="pe_dmodel").set_value(128).run()
     assert not at.warning
+    assert at.number_input(key="pe_shift").value == 9  # kept while the odd d_model hid it
+    assert any("k = 9" in s["layout"]["title"]["text"] for s in _specs(at) if s["layout"].get("title"))
 
 
 def test_learned_tab_shows_minilm_table(at):
