@@ -23,12 +23,22 @@ def pattern_map(score: np.ndarray, describe: str) -> go.Figure:
                      zmax=max(float(np.nanmax(score)), 1e-9))
 
 
+LABEL_ROOM = 0.05  # the distance (a share of the map's width and height) a head's name needs to its nearest neighbour
+
+
 def head_scatter(coords: np.ndarray, best_role: np.ndarray, best_score: np.ndarray, n_heads: int,
                  min_score: float = 0.4, selected: tuple[int, int] | None = None) -> go.Figure:
     """Every head as a point (classical MDS of the Jensen-Shannon distance), coloured by its strongest
     role; heads whose best role score is below `min_score` are grey. customdata (layer, head) for clicks."""
     fig = go.Figure()
     role = np.where(best_score.ravel() >= min_score, best_role.ravel(), -1)
+    # a name only where it has room: a head whose nearest neighbour is closer than LABEL_ROOM of the map's span is
+    # named in its hover alone (a cluster's names would be drawn over one another)
+    span = np.ptp(coords, axis=0)
+    unit = coords / np.where(span > 0, span, 1.0)
+    gaps = np.linalg.norm(unit[:, None, :] - unit[None, :, :], axis=-1)
+    np.fill_diagonal(gaps, np.inf)
+    named = gaps.min(axis=1) >= LABEL_ROOM
     for r in range(-1, len(ROLE_KEYS)):
         idx = np.flatnonzero(role == r)
         if not idx.size:
@@ -36,7 +46,8 @@ def head_scatter(coords: np.ndarray, best_role: np.ndarray, best_score: np.ndarr
         name = "no clear role" if r < 0 else ROLES[ROLE_KEYS[r]][0]
         fig.add_trace(go.Scatter(
             x=coords[idx, 0], y=coords[idx, 1], mode="markers+text", name=name,
-            text=[f"{i // n_heads}-{i % n_heads}" for i in idx], textposition="top center", textfont=dict(size=9),
+            text=[f"{i // n_heads}-{i % n_heads}" if named[i] else "" for i in idx], textposition="top center",
+            textfont=dict(size=9),
             customdata=[[int(i // n_heads), int(i % n_heads)] for i in idx],
             marker=dict(size=11, color="#bbbbbb" if r < 0 else ROLE_COLOURS[r % len(ROLE_COLOURS)],
                         line=dict(width=1, color="white")),
