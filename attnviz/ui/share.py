@@ -64,23 +64,6 @@ HISTORY_JS = """<script>
     return push(state, title, url);
   };
   h.__attnvizOneEntryPerPage = true;
-  // A page load's first run may have pushed the page's settings before this script ran (the URL is written at the
-  // end of the run, and the browser can draw this script later): step back onto the load's own entry and put the
-  // settings there, so that Back leaves the page in one press.
-  const load = (performance.getEntriesByType('navigation')[0] || {}).name;
-  try {
-    const opened = new URL(load);
-    if (opened.pathname === location.pathname && opened.search !== location.search && h.length > 1) {
-      const url = location.href, state = h.state;
-      const onto = (e) => {
-        e.stopImmediatePropagation();  // Streamlit's own handler would rerun the page for the entry left
-        window.removeEventListener('popstate', onto, true);
-        h.replaceState(state, '', url);
-      };
-      window.addEventListener('popstate', onto, true);
-      h.back();
-    }
-  } catch (e) { /* no navigation entry: leave the history as it is */ }
 })();
 </script>"""
 
