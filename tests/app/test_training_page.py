@@ -139,5 +139,5 @@ def test_a_cancelled_run_says_how_many_of_its_steps_it_did():
     run = train(TrainConfig(task="copy", steps=100, snapshot_every=5), callback=lambda p: p.step == 13 and stop.set(),
                 cancel=stop)
     at = open_page("app_pages/training.py", tr_task="copy", tr_runs={"toy:copy": run})
-    steps = next(m for m in at.metric if m.label == "Steps done")
-    assert steps.value == "13 of 100" and steps.delta == "cancelled"
+    finished = next(m for m in at.metric if m.label == "Finished")
+    assert finished.value == "cancelled" and finished.delta == "at step 13 of 100"

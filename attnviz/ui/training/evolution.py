@@ -64,12 +64,13 @@ def summary(run: Run) -> None:
     cols[2].metric("Seconds", f"{m.get('seconds', float('nan')):,.1f}", help=timing,
                    delta=f"load {m['load_average']:.1f} on {m['cpu_count']} cores" if timing else None,
                    delta_color="off", delta_arrow="off")
-    total = (m.get("train") or {}).get("steps")
-    cols[3].metric("Steps done", f"{m.get('steps_done', total):,}" if run.completed or total is None
-                   else f"{m.get('steps_done'):,} of {total:,}",
-                   delta=None if run.completed else "cancelled", delta_color="off", delta_arrow="off",
-                   help="Every step it was asked for" if run.completed else "The run was cancelled at this step; "
-                        "the snapshots up to it are kept.")
+    if run.completed:
+        cols[3].metric("Finished", "yes")
+    else:  # the value stays short enough for its column; where it stopped goes under it
+        done, total = m.get("steps_done"), (m.get("train") or {}).get("steps")
+        where = (f"at step {done:,}" + (f" of {total:,}" if isinstance(total, int) else "")) if isinstance(done, int) else None
+        cols[3].metric("Finished", "cancelled", delta=where, delta_color="off", delta_arrow="off",
+                       help="The run was cancelled; the snapshots up to it are kept.")
     f = run.facts
     st.caption(f"**{run.title}** · {f.kind} · {f.n_layers} layer(s) × {f.n_heads} heads · d_model {f.d_model} · "
                f"positions: {f.position_scheme} · probe: “{' '.join(run.tokens)}”")
