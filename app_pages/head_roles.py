@@ -7,6 +7,7 @@ from attnviz.metrics.roles import ROLES, applicable_roles, strongest_role, top_h
 from attnviz.metrics.top_pairs import offset_counts, top_pairs
 from attnviz.metrics.figures import head_grid, role_map
 from attnviz.ui import metrics as aw
+from attnviz.ui.choices import keep_choice
 from attnviz.ui.heads import head_picker
 from attnviz.ui.sidebar import require_result
 from attnviz.ui import contrib as lens_ui
@@ -140,8 +141,7 @@ else:
     st.session_state.setdefault("hr_pairs_special", True)
     skip_special = t1.toggle("Leave out special tokens", key="hr_pairs_special")
     skip_self = t2.toggle("Leave out a token attending to itself", key="hr_pairs_self")
-    if st.session_state.get("hr_pairs_k") not in PAIR_COUNTS:
-        st.session_state["hr_pairs_k"] = 20
+    keep_choice("hr_pairs_k", PAIR_COUNTS, 20)
     k = t3.select_slider("Pairs", PAIR_COUNTS, key="hr_pairs_k")
     results = aw.corpus_results(key)
     pairs = top_pairs([(r.attention[p_layer, p_head], r.tokens, r.special_mask) for r in results], k,

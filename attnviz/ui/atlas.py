@@ -201,14 +201,8 @@ def head_grid_clicks(atlas, fig, key: str) -> None:
 
 
 # ------------------------------------------------------------------ the five views
-def _offered(key: str, options) -> None:
-    """A value from a hand-edited link that the box does not offer: the box's first option instead."""
-    if key in st.session_state and st.session_state[key] not in options:
-        st.session_state[key] = list(options)[0]
-
-
 def heads_view(atlas) -> None:
-    _offered("at_stat", STATS)
+    choices.keep_choice("at_stat", STATS, STATS[0])
     stat = st.selectbox("Statistic", STATS, format_func=STAT_LABELS.get, key="at_stat")
     m = atlas.stat_map(stat)
     head_grid_clicks(atlas, af.stat_map(m, STAT_LABELS[stat], atlas.n_sentences), "at_stat_map")
@@ -222,7 +216,7 @@ def heads_view(atlas) -> None:
 def pattern_view(atlas) -> None:
     """A pattern's rank map and table: reruns alone when the pattern changes."""
     c1, c2, c3 = st.columns([2, 2, 2])
-    _offered("at_kind", PATTERN_KINDS)
+    choices.keep_choice("at_kind", PATTERN_KINDS, next(iter(PATTERN_KINDS)))
     kind = c1.selectbox("Pattern", list(PATTERN_KINDS), format_func=lambda k: PATTERN_KINDS[k].split(":")[0],
                         key="at_kind")
     args = {}

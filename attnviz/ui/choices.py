@@ -19,3 +19,12 @@ def selectbox(where, label: str, options, *, key: str, format_func=str, **kwargs
         st.session_state[key] = st.session_state[key]  # sent to the browser again, with its label as it is now
     drawn[key] = labels
     return where.selectbox(label, options, key=key, format_func=format_func, **kwargs)
+
+
+def keep_choice(key: str, options, default) -> None:
+    """Session value of a choice widget (radio, selectbox, select_slider): default unless in options (a value from
+    a hand-edited link, or left by options that changed)."""
+    options = list(options)
+    if st.session_state.get(key, default) not in options:
+        st.session_state[key] = default if default in options else options[0]
+    st.session_state.setdefault(key, default)

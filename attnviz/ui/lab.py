@@ -6,6 +6,7 @@ import streamlit as st
 
 from attnviz.errors import BadInput
 from attnviz.lab.matrix_text import format_matrix, parse_matrix
+from attnviz.ui.choices import keep_choice  # noqa: F401  the labs call it from here
 from attnviz.ui.registry import lecture_order
 
 
@@ -106,14 +107,6 @@ def int_list_input(label: str, default: str, key: str, help: str | None = None) 
 # --- keeping values restored from a link valid (before the widget is drawn) ---------------------
 # Streamlit 1.67 silently replaces a session-state value that a widget cannot show by its first
 # option / its minimum; these put a hand-edited link's bad value back to the page default instead.
-
-def keep_choice(key: str, options, default) -> None:
-    """Session value of a choice widget (radio, selectbox, select_slider): default unless in options."""
-    options = list(options)
-    if st.session_state.get(key, default) not in options:
-        st.session_state[key] = default if default in options else options[0]
-    st.session_state.setdefault(key, default)
-
 
 def keep_in_range(key: str, lo, hi, default) -> None:
     """Session value of a number widget: default if missing, clamped into [lo, hi]."""

@@ -11,6 +11,7 @@ from attnviz.ui.numbers import number_box
 from attnviz.ui.share import bind
 from attnviz.ui.cache import recorded
 from attnviz.ui.training.live import job_of, start
+from attnviz.ui.choices import keep_choice
 from attnviz.ui.training.state import POSITIONAL_LABELS, runs
 
 
@@ -45,8 +46,7 @@ def toy_controls() -> str:
     for k, v in defaults.items():
         st.session_state.setdefault(k, v)
     for k, options in (("tr_pos", POSITIONAL_LABELS), ("tr_lr", LEARNING_RATES)):
-        if st.session_state[k] not in options:  # a hand-edited link's value the box does not offer
-            st.session_state[k] = defaults[k]
+        keep_choice(k, options, defaults[k])  # a hand-edited link's value the box does not offer: the default
     c1, c2 = st.columns([2, 3])
     task = c1.selectbox("Task", list(TASKS), format_func=lambda t: TASKS[t].title, key="tr_task",
                         on_change=_reset_task_defaults)
